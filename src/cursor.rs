@@ -1,0 +1,234 @@
+//! The opaque `resources/list` cursor: the last key of the previous page, versioned and checksummed.
+//!
+//! Layout before base64 (URL-safe, no padding):
+//! `b"o1"` (format tag) ‖ prefix name ‖ `0x00` ‖ id ‖ first 4 bytes of the
+//! blake3 hash of everything before it. Ids never contain NUL, so the
+//! separator is unambiguous. The checksum makes a truncated or hand-edited
+//! cursor fail loudly instead of silently starting the listing elsewhere; it
+//! is not a secret, and a cursor forged with a valid checksum is still
+//! validated like any client-supplied key.
+
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use thiserror::Error;
+
+use crate::doc::{DocKey, Prefix, is_valid_id};
+
+/// Format tag; bump it when the layout changes so old cursors are refused.
+const TAG: &[u8] = b"o1";
+const CHECKSUM_LEN: usize = 4;
+/// Longest cursor `decode` looks at, in bytes. Valid cursors stay under 1.5 KiB.
+const MAX_CURSOR_LEN: usize = 4096;
+
+/// Why a cursor was refused. The messages go to clients verbatim.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum CursorError {
+    #[error("invalid cursor: longer than {max} bytes", max = MAX_CURSOR_LEN)]
+    TooLong,
+    #[error("invalid cursor: empty")]
+    Empty,
+    #[error("invalid cursor: not url-safe base64")]
+    Base64,
+    #[error("invalid cursor: too short")]
+    TooShort,
+    #[error("invalid cursor: unsupported format, request the listing again from the start")]
+    Tag,
+    #[error("invalid cursor: checksum mismatch, the cursor was truncated or modified")]
+    Checksum,
+    #[error("invalid cursor: malformed key")]
+    Malformed,
+    #[error("invalid cursor: unknown prefix")]
+    UnknownPrefix,
+    #[error("invalid cursor: invalid document id")]
+    InvalidId,
+}
+
+/// The cursor that resumes a listing right after `after`.
+pub fn encode(after: &DocKey) -> String {
+    let prefix = after.prefix.as_str();
+    let mut payload =
+        Vec::with_capacity(TAG.len() + prefix.len() + 1 + after.id.len() + CHECKSUM_LEN);
+    payload.extend_from_slice(TAG);
+    payload.extend_from_slice(prefix.as_bytes());
+    payload.push(0);
+    payload.extend_from_slice(after.id.as_bytes());
+    let sum = checksum(&payload);
+    payload.extend_from_slice(&sum);
+    URL_SAFE_NO_PAD.encode(payload)
+}
+
+/// The key a cursor made by [`encode`] resumes after. Never panics.
+pub fn decode(cursor: &str) -> Result<DocKey, CursorError> {
+    if cursor.len() > MAX_CURSOR_LEN {
+        return Err(CursorError::TooLong);
+    }
+    if cursor.is_empty() {
+        return Err(CursorError::Empty);
+    }
+    let payload = URL_SAFE_NO_PAD
+        .decode(cursor)
+        .map_err(|_| CursorError::Base64)?;
+    let Some(body_len) = payload.len().checked_sub(CHECKSUM_LEN) else {
+        return Err(CursorError::TooShort);
+    };
+    let (body, sum) = payload.split_at(body_len);
+    // The tag first: a future format may checksum differently.
+    let key = body.strip_prefix(TAG).ok_or(CursorError::Tag)?;
+    if sum != checksum(body) {
+        return Err(CursorError::Checksum);
+    }
+    let separator = key
+        .iter()
+        .position(|&b| b == 0)
+        .ok_or(CursorError::Malformed)?;
+    let (prefix, id) = (&key[..separator], &key[separator + 1..]);
+    let prefix = std::str::from_utf8(prefix)
+        .ok()
+        .and_then(Prefix::parse)
+        .ok_or(CursorError::UnknownPrefix)?;
+    let id = std::str::from_utf8(id).map_err(|_| CursorError::InvalidId)?;
+    if !is_valid_id(id) {
+        return Err(CursorError::InvalidId);
+    }
+    Ok(DocKey::new(prefix, id))
+}
+
+fn checksum(body: &[u8]) -> [u8; CHECKSUM_LEN] {
+    let hash = blake3::hash(body);
+    let mut sum = [0; CHECKSUM_LEN];
+    sum.copy_from_slice(&hash.as_bytes()[..CHECKSUM_LEN]);
+    sum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::MAX_ID_LEN;
+    use proptest::prelude::*;
+
+    /// Base64 of a payload with a correct checksum, for hand-built bad cursors.
+    fn sealed(body: &[u8]) -> String {
+        let mut payload = body.to_vec();
+        payload.extend_from_slice(&checksum(body));
+        URL_SAFE_NO_PAD.encode(payload)
+    }
+
+    #[track_caller]
+    fn check(cursor: &str, expected: Result<(Prefix, &str), CursorError>) {
+        let expected = expected.map(|(prefix, id)| DocKey::new(prefix, id));
+        assert_eq!(decode(cursor), expected, "decode({cursor:?})");
+    }
+
+    #[test]
+    fn round_trips() {
+        let long = "x".repeat(MAX_ID_LEN);
+        for (prefix, id) in [
+            (Prefix::Docs, "adr/0006"),
+            (Prefix::Features, "FEAT-001"),
+            (Prefix::Notes, "café notes"),
+            (Prefix::Notes, long.as_str()),
+        ] {
+            let cursor = encode(&DocKey::new(prefix, id));
+            assert!(cursor.len() < 1536, "{}", cursor.len());
+            check(&cursor, Ok((prefix, id)));
+        }
+    }
+
+    #[test]
+    fn rejects() {
+        use CursorError::*;
+        let valid = encode(&DocKey::new(Prefix::Docs, "adr/0006"));
+        let truncated = &valid[..valid.len() - 2];
+        let mut edited = valid.clone().into_bytes();
+        edited[5] = if edited[5] == b'A' { b'B' } else { b'A' };
+        let edited = String::from_utf8(edited).unwrap_or_default();
+        let wrong_tag = {
+            let mut body = b"o2docs\0x".to_vec();
+            let sum = checksum(&body);
+            body.extend_from_slice(&sum);
+            URL_SAFE_NO_PAD.encode(body)
+        };
+        let padded = format!("{valid}=");
+        let cases: Vec<(String, CursorError)> = vec![
+            ("".into(), Empty),
+            ("abc".into(), TooShort),
+            ("a".into(), Base64),
+            ("!!!!!!!!".into(), Base64),
+            ("b28x ZG9jcwA".into(), Base64),
+            (padded, Base64),
+            ("x".repeat(MAX_CURSOR_LEN + 1), TooLong),
+            (edited, Checksum),
+            (truncated.into(), Checksum),
+            (wrong_tag, Tag),
+            (URL_SAFE_NO_PAD.encode(b"xxxxxxxx"), Tag),
+            (sealed(b"o1docs"), Malformed),
+            (sealed(b"o1Docs\0x"), UnknownPrefix),
+            (sealed(b"o1\0x"), UnknownPrefix),
+            (sealed(b"o1docs\0"), InvalidId),
+            (sealed(b"o1docs\0a//b"), InvalidId),
+            (sealed(b"o1docs\0../x"), InvalidId),
+            (sealed(b"o1docs\0a\0b"), InvalidId),
+            (sealed(b"o1docs\0\xff"), InvalidId),
+        ];
+        for (cursor, expected) in cases {
+            check(&cursor, Err(expected));
+        }
+    }
+
+    #[test]
+    fn messages_are_clear() {
+        assert_eq!(
+            CursorError::Checksum.to_string(),
+            "invalid cursor: checksum mismatch, the cursor was truncated or modified"
+        );
+        assert_eq!(
+            CursorError::TooLong.to_string(),
+            "invalid cursor: longer than 4096 bytes"
+        );
+    }
+
+    fn key() -> impl Strategy<Value = DocKey> {
+        let prefix = prop::sample::select(Prefix::ALL.to_vec());
+        let id = prop::collection::vec("[^/\0]{1,10}", 1..5)
+            .prop_map(|segments| segments.join("/"))
+            .prop_filter("valid id", |id| is_valid_id(id));
+        (prefix, id).prop_map(|(prefix, id)| DocKey::new(prefix, id))
+    }
+
+    proptest! {
+        #[test]
+        fn keys_round_trip(key in key()) {
+            prop_assert_eq!(decode(&encode(&key)), Ok(key));
+        }
+
+        #[test]
+        fn any_single_edit_is_rejected(key in key(), at in any::<prop::sample::Index>(), with in "[A-Za-z0-9_-]") {
+            let cursor = encode(&key);
+            let at = at.index(cursor.len());
+            let mut edited = cursor.clone();
+            edited.replace_range(at..=at, &with);
+            prop_assume!(edited != cursor);
+            prop_assert!(decode(&edited).is_err());
+        }
+
+        #[test]
+        fn any_truncation_is_rejected(key in key(), keep in any::<prop::sample::Index>()) {
+            let cursor = encode(&key);
+            let keep = keep.index(cursor.len());
+            prop_assert!(decode(&cursor[..keep]).is_err());
+        }
+
+        #[test]
+        fn decode_never_panics(cursor in any::<String>()) {
+            let _ = decode(&cursor);
+        }
+
+        #[test]
+        fn decode_never_panics_on_base64(bytes in prop::collection::vec(any::<u8>(), 0..64)) {
+            let _ = decode(&URL_SAFE_NO_PAD.encode(&bytes));
+            let mut with_tag = b"o1".to_vec();
+            with_tag.extend_from_slice(&bytes);
+            let _ = decode(&sealed(&with_tag));
+        }
+    }
+}

@@ -1,0 +1,570 @@
+//! Import: walks a project folder, decides what changed since the last import, and writes it to the store in one transaction.
+//!
+//! The work runs as a small pipeline: the walk (this thread) stats every file
+//! and compares size and mtime with the store; only files that differ are sent
+//! to reader threads, which read, hash and parse them; this thread writes
+//! their rows. Channels are bounded, so memory stays flat however large the
+//! project: a file's bytes live from its read to its insert.
+
+use std::collections::{HashMap, HashSet};
+use std::fs::File;
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::time::{Instant, UNIX_EPOCH};
+
+use anyhow::{Context, Result, bail};
+use serde::Serialize;
+use walkdir::WalkDir;
+
+use crate::doc::{DocKey, Prefix, is_valid_id};
+use crate::frontmatter;
+use crate::store::{FileStat, ImportTx, NewDocument, Store};
+
+/// Files larger than this are skipped unless `--max-file-size` says otherwise.
+pub const DEFAULT_MAX_FILE_SIZE: u64 = 32 * 1024 * 1024;
+
+/// Imports smaller than this do not get a progress bar.
+const PROGRESS_THRESHOLD: usize = 1000;
+
+/// Files in flight between the walk, the readers and the writer.
+const QUEUE_DEPTH: usize = 256;
+
+#[derive(Debug, Clone)]
+pub struct Options {
+    pub dir: PathBuf,
+    pub db: PathBuf,
+    pub dry_run: bool,
+    pub replace: bool,
+    pub max_file_size: u64,
+    /// Draw a progress bar on stderr (only when it is a terminal).
+    pub progress: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    New,
+    Updated,
+    Removed,
+}
+
+/// A problem with one file; the import goes on without (or despite) it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Warning {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+impl std::fmt::Display for Warning {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.path.display(), self.reason)
+    }
+}
+
+/// What one import did (or, with `--dry-run`, would do).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Report {
+    pub new: u64,
+    pub updated: u64,
+    pub removed: u64,
+    pub unchanged: u64,
+    /// Files that could have been documents but were not imported.
+    pub skipped: u64,
+    /// Files and folders that are not documents (not Markdown, or outside the prefixes).
+    pub ignored: u64,
+    pub seconds: f64,
+    pub dry_run: bool,
+    /// The change sequence number of this import; 0 when nothing changed.
+    pub seq: i64,
+    pub warnings: Vec<Warning>,
+    #[serde(skip)]
+    pub changes: Vec<(ChangeKind, DocKey)>,
+}
+
+impl Report {
+    pub fn changed(&self) -> bool {
+        self.new + self.updated + self.removed > 0
+    }
+
+    fn record(&mut self, kind: ChangeKind, key: DocKey) {
+        match kind {
+            ChangeKind::New => self.new += 1,
+            ChangeKind::Updated => self.updated += 1,
+            ChangeKind::Removed => self.removed += 1,
+        }
+        self.changes.push((kind, key));
+    }
+
+    fn warn(&mut self, path: &Path, reason: impl Into<String>) {
+        self.warnings.push(Warning {
+            path: path.to_path_buf(),
+            reason: reason.into(),
+        });
+    }
+
+    /// The summary line, e.g. `imported ./p: 3 new, 1 updated, ... in 0.41 s`.
+    pub fn summary(&self, dir: &Path) -> String {
+        let verb = if self.dry_run {
+            "would import"
+        } else {
+            "imported"
+        };
+        let warned = if self.skipped > 0 {
+            " (warnings above)"
+        } else {
+            ""
+        };
+        format!(
+            "{verb} {}: {} new, {} updated, {} removed, {} unchanged, {} skipped{warned}, {} ignored in {:.2} s",
+            dir.display(),
+            self.new,
+            self.updated,
+            self.removed,
+            self.unchanged,
+            self.skipped,
+            self.ignored,
+            self.seconds
+        )
+    }
+}
+
+/// A Markdown file found by the walk that must be read.
+struct Candidate {
+    key: DocKey,
+    path: PathBuf,
+    mtime_ns: i64,
+    old: Option<FileStat>,
+}
+
+/// What a reader thread made of a candidate.
+enum Outcome {
+    Put(Box<NewDocument>, Option<Warning>),
+    /// Same bytes as stored, new mtime.
+    Touch(DocKey, i64),
+    /// Unreadable now, or grown past the limit since the walk: the store
+    /// keeps what it has.
+    Skipped(Warning),
+}
+
+/// Runs one import. Errors are fatal (nothing was written); problems with
+/// single files are warnings in the report.
+pub fn run(opts: &Options) -> Result<Report> {
+    let started = Instant::now();
+    let root = checked_root(&opts.dir)?;
+    let root_text = root
+        .to_str()
+        .with_context(|| format!("cannot import {}: the path is not UTF-8", root.display()))?
+        .to_string();
+
+    let mut report = Report {
+        dry_run: opts.dry_run,
+        ..Report::default()
+    };
+    let (tx, mut existing) = if opts.dry_run {
+        let stats = if opts.db.exists() {
+            Store::open_read_only(&opts.db)?.preview_import(&root_text, opts.replace)?
+        } else {
+            HashMap::new()
+        };
+        (None, stats)
+    } else {
+        let store = Store::open_or_create(&opts.db)?;
+        let tx = store.begin_import(&root_text, opts.replace)?;
+        let stats = tx.stats()?;
+        (Some(tx), stats)
+    };
+
+    let walk = walk(&root, &opts.dir, opts.max_file_size, &existing, &mut report);
+    report.unchanged += walk.unchanged;
+    apply(tx.as_ref(), walk.candidates, opts, &mut report)?;
+
+    // What the walk did not see is gone, unless it sat in a folder that could
+    // not be read this time.
+    let mut removed: Vec<DocKey> = existing
+        .drain()
+        .map(|(key, _)| key)
+        .filter(|key| !walk.seen.contains(key))
+        .filter(|key| !walk.unreadable.iter().any(|dir| is_under(key, dir)))
+        .collect();
+    removed.sort();
+    for key in removed {
+        if let Some(tx) = &tx {
+            tx.remove(&key)?;
+        }
+        report.record(ChangeKind::Removed, key);
+    }
+
+    if let Some(tx) = tx {
+        let changed = report.changed();
+        if changed {
+            report.seq = tx.seq();
+        }
+        tx.commit(changed)?;
+    }
+    report.seconds = started.elapsed().as_secs_f64();
+    Ok(report)
+}
+
+fn checked_root(dir: &Path) -> Result<PathBuf> {
+    let meta = std::fs::metadata(dir).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => {
+            anyhow::anyhow!("cannot import {}: no such folder", dir.display())
+        }
+        _ => anyhow::anyhow!("cannot import {}: {e}", dir.display()),
+    })?;
+    if !meta.is_dir() {
+        bail!("cannot import {}: not a folder", dir.display());
+    }
+    dir.canonicalize()
+        .with_context(|| format!("cannot import {}", dir.display()))
+}
+
+/// Whether `key` lies in the folder `dir` of its prefix.
+fn is_under(key: &DocKey, dir: &DocKey) -> bool {
+    key.prefix == dir.prefix
+        && (dir.id.is_empty()
+            || key
+                .id
+                .strip_prefix(&dir.id)
+                .is_some_and(|rest| rest.starts_with('/')))
+}
+
+struct Walk {
+    candidates: Vec<Candidate>,
+    seen: HashSet<DocKey>,
+    /// Folders that could not be listed: documents under them are kept.
+    unreadable: Vec<DocKey>,
+    unchanged: u64,
+}
+
+/// Finds every document file, and stats it. Files whose size and mtime match
+/// the store are not read.
+fn walk(
+    root: &Path,
+    shown_root: &Path,
+    max_file_size: u64,
+    existing: &HashMap<DocKey, FileStat>,
+    report: &mut Report,
+) -> Walk {
+    let mut walk = Walk {
+        candidates: Vec::new(),
+        seen: HashSet::new(),
+        unreadable: Vec::new(),
+        unchanged: 0,
+    };
+    let shown = |path: &Path| shown_root.join(path.strip_prefix(root).unwrap_or(path));
+
+    // Top level: the prefix folders; everything else is counted as ignored.
+    match std::fs::read_dir(root) {
+        Ok(entries) => {
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                let name = name.to_string_lossy();
+                if !name.starts_with('.') && Prefix::parse(&name).is_none() {
+                    report.ignored += 1;
+                }
+            }
+        }
+        Err(e) => report.warn(shown_root, format!("cannot list the folder: {e}")),
+    }
+
+    for prefix in Prefix::ALL {
+        let base = root.join(prefix.as_str());
+        if std::fs::symlink_metadata(&base).is_err() {
+            continue;
+        }
+        let mut entries = WalkDir::new(&base)
+            .follow_links(true)
+            .into_iter()
+            .filter_entry(|e| e.depth() == 0 || !e.file_name().to_string_lossy().starts_with('.'));
+        while let Some(entry) = entries.next() {
+            let entry = match entry {
+                Ok(entry) => entry,
+                Err(e) => {
+                    let path = e
+                        .path()
+                        .map(Path::to_path_buf)
+                        .unwrap_or_else(|| base.clone());
+                    if e.loop_ancestor().is_some() {
+                        report.warn(&shown(&path), "symlink loop: skipped");
+                    } else if path.is_dir() {
+                        report.warn(&shown(&path), format!("cannot list the folder: {e}"));
+                        if let Ok(id) = id_of(&base, &path) {
+                            walk.unreadable.push(DocKey::new(prefix, id));
+                        }
+                    } else {
+                        report.warn(&shown(&path), format!("cannot read: {e}"));
+                    }
+                    report.skipped += 1;
+                    continue;
+                }
+            };
+            let path = entry.path();
+            if entry.path_is_symlink() {
+                match path.canonicalize() {
+                    Ok(target) if target.starts_with(root) => {}
+                    Ok(target) => {
+                        report.warn(
+                            &shown(path),
+                            format!(
+                                "symlink to {} outside the project: skipped",
+                                target.display()
+                            ),
+                        );
+                        report.skipped += 1;
+                        if entry.file_type().is_dir() {
+                            entries.skip_current_dir();
+                        }
+                        continue;
+                    }
+                    Err(e) => {
+                        report.warn(&shown(path), format!("broken symlink: {e}"));
+                        report.skipped += 1;
+                        continue;
+                    }
+                }
+            }
+            if entry.file_type().is_dir() {
+                continue;
+            }
+            let is_markdown = path.extension().is_some_and(|ext| ext == "md");
+            if !is_markdown || !entry.file_type().is_file() {
+                report.ignored += 1;
+                continue;
+            }
+            let id = match id_of(&base, path) {
+                Ok(id) => id.strip_suffix(".md").unwrap_or(&id).to_string(),
+                Err(reason) => {
+                    report.warn(&shown(path), reason);
+                    report.skipped += 1;
+                    continue;
+                }
+            };
+            if !is_valid_id(&id) {
+                report.warn(
+                    &shown(path),
+                    "the file name cannot be a document id: skipped",
+                );
+                report.skipped += 1;
+                continue;
+            }
+            let key = DocKey::new(prefix, id);
+            let meta = match entry.metadata() {
+                Ok(meta) => meta,
+                Err(e) => {
+                    report.warn(&shown(path), format!("cannot read: {e}"));
+                    report.skipped += 1;
+                    if existing.contains_key(&key) {
+                        walk.seen.insert(key);
+                    }
+                    continue;
+                }
+            };
+            if meta.len() > max_file_size {
+                report.warn(
+                    &shown(path),
+                    format!(
+                        "{} bytes is over the limit of {max_file_size}: skipped",
+                        meta.len()
+                    ),
+                );
+                report.skipped += 1;
+                continue;
+            }
+            let mtime_ns = meta
+                .modified()
+                .ok()
+                .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+                .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+            let old = existing.get(&key).copied();
+            if !walk.seen.insert(key.clone()) {
+                // Two paths, one key: only through a symlink; the first wins.
+                continue;
+            }
+            match old {
+                Some(old) if old.size == meta.len() && old.mtime_ns == mtime_ns => {
+                    walk.unchanged += 1;
+                }
+                _ => walk.candidates.push(Candidate {
+                    key,
+                    path: path.to_path_buf(),
+                    mtime_ns,
+                    old,
+                }),
+            }
+        }
+    }
+    walk
+}
+
+/// The `/`-separated path of `path` below `base`, or why it has none.
+fn id_of(base: &Path, path: &Path) -> Result<String, String> {
+    let rel = path.strip_prefix(base).map_err(|e| e.to_string())?;
+    let mut parts = Vec::new();
+    for part in rel.components() {
+        match part.as_os_str().to_str() {
+            Some(s) => parts.push(s),
+            None => return Err("the file name is not UTF-8: skipped".to_string()),
+        }
+    }
+    Ok(parts.join("/"))
+}
+
+/// Reads the candidates on worker threads and writes the results here.
+fn apply(
+    tx: Option<&ImportTx>,
+    candidates: Vec<Candidate>,
+    opts: &Options,
+    report: &mut Report,
+) -> Result<()> {
+    if candidates.is_empty() {
+        return Ok(());
+    }
+    let progress = (opts.progress
+        && candidates.len() >= PROGRESS_THRESHOLD
+        && std::io::stderr().is_terminal())
+    .then(|| {
+        let bar = indicatif::ProgressBar::new(candidates.len() as u64);
+        bar.set_style(
+            indicatif::ProgressStyle::with_template("{bar:40} {pos}/{len} files {per_sec} {eta}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        bar
+    });
+    let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let max = opts.max_file_size;
+    let root = opts.dir.canonicalize().unwrap_or_else(|_| opts.dir.clone());
+    let shown = |path: &Path| opts.dir.join(path.strip_prefix(&root).unwrap_or(path));
+
+    std::thread::scope(|scope| -> Result<()> {
+        let (todo_tx, todo_rx) = crossbeam_channel::bounded::<Candidate>(QUEUE_DEPTH);
+        let (done_tx, done_rx) =
+            crossbeam_channel::bounded::<(Option<FileStat>, Outcome)>(QUEUE_DEPTH);
+        scope.spawn(move || {
+            for candidate in candidates {
+                if todo_tx.send(candidate).is_err() {
+                    break;
+                }
+            }
+        });
+        for _ in 0..workers {
+            let todo_rx = todo_rx.clone();
+            let done_tx = done_tx.clone();
+            let shown = &shown;
+            scope.spawn(move || {
+                for candidate in todo_rx {
+                    let old = candidate.old;
+                    let outcome = read_candidate(candidate, max, shown);
+                    if done_tx.send((old, outcome)).is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+        drop(done_tx);
+        drop(todo_rx);
+        for (old, outcome) in done_rx {
+            if let Some(bar) = &progress {
+                bar.inc(1);
+            }
+            match outcome {
+                Outcome::Put(doc, warning) => {
+                    if let Some(tx) = tx {
+                        tx.put(&doc)?;
+                    }
+                    report.warnings.extend(warning);
+                    let kind = if old.is_some() {
+                        ChangeKind::Updated
+                    } else {
+                        ChangeKind::New
+                    };
+                    report.record(kind, doc.key);
+                }
+                Outcome::Touch(key, mtime_ns) => {
+                    if let Some(tx) = tx {
+                        tx.touch(&key, mtime_ns)?;
+                    }
+                    report.unchanged += 1;
+                }
+                Outcome::Skipped(warning) => {
+                    report.warnings.push(warning);
+                    report.skipped += 1;
+                }
+            }
+        }
+        Ok(())
+    })?;
+    if let Some(bar) = progress {
+        bar.finish_and_clear();
+    }
+    Ok(())
+}
+
+fn read_candidate(candidate: Candidate, max: u64, shown: &dyn Fn(&Path) -> PathBuf) -> Outcome {
+    let warning = |reason: String| Warning {
+        path: shown(&candidate.path),
+        reason,
+    };
+    let mut body = Vec::new();
+    // Read at most one byte past the limit: a file that grew since the walk
+    // cannot make us hold more than that.
+    let read = File::open(&candidate.path)
+        .and_then(|file| file.take(max.saturating_add(1)).read_to_end(&mut body));
+    if let Err(e) = read {
+        return Outcome::Skipped(warning(format!("cannot read: {e}: skipped")));
+    }
+    if body.len() as u64 > max {
+        return Outcome::Skipped(warning(format!("over the limit of {max} bytes: skipped")));
+    }
+    let stat = FileStat {
+        size: body.len() as u64,
+        mtime_ns: candidate.mtime_ns,
+        hash: *blake3::hash(&body).as_bytes(),
+    };
+    if candidate.old.is_some_and(|old| old.hash == stat.hash) {
+        return Outcome::Touch(candidate.key, candidate.mtime_ns);
+    }
+    let (is_text, extracted, note) = match std::str::from_utf8(&body) {
+        Ok(text) => {
+            let extracted = frontmatter::extract(text);
+            let note = if body.is_empty() {
+                Some("empty file: imported".to_string())
+            } else {
+                extracted.warning.clone()
+            };
+            (true, extracted, note)
+        }
+        Err(e) => (
+            false,
+            frontmatter::Extracted::default(),
+            Some(format!("not UTF-8 ({e}): imported as binary")),
+        ),
+    };
+    let doc = NewDocument {
+        title: extracted.title.unwrap_or_else(|| candidate.key.id.clone()),
+        description: extracted.description,
+        frontmatter: extracted.frontmatter.map(|v| v.to_string()),
+        key: candidate.key,
+        stat,
+        is_text,
+        body,
+    };
+    Outcome::Put(Box::new(doc), note.map(warning))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn under_a_folder() {
+        let dir = DocKey::new(Prefix::Docs, "adr");
+        assert!(is_under(&DocKey::new(Prefix::Docs, "adr/0001"), &dir));
+        assert!(!is_under(&DocKey::new(Prefix::Docs, "adr2/0001"), &dir));
+        assert!(!is_under(&DocKey::new(Prefix::Notes, "adr/0001"), &dir));
+        assert!(is_under(
+            &DocKey::new(Prefix::Docs, "x"),
+            &DocKey::new(Prefix::Docs, "")
+        ));
+    }
+}

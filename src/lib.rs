@@ -1,0 +1,20 @@
+//! orchestra: a project's Markdown knowledge, imported into SQLite and served as MCP resources.
+//!
+//! # Layout
+//! - [`doc`]: document keys and prefixes.
+//! - [`uri`]: key ↔ `orchestra://` URI.
+//! - [`cursor`]: key ↔ opaque listing cursor.
+//! - [`frontmatter`]: YAML frontmatter, title and description of a Markdown file.
+//! - [`store`]: the SQLite database; the only module that speaks SQL.
+//! - [`import`]: files on disk → store, incrementally.
+//! - [`mcp`]: the MCP server; the only module that knows JSON-RPC and the SDK.
+//!
+//! ARCHITECTURE.md at the repository root has the code map and invariants.
+
+pub mod cursor;
+pub mod doc;
+pub mod frontmatter;
+pub mod import;
+pub mod mcp;
+pub mod store;
+pub mod uri;

@@ -1,0 +1,149 @@
+//! The `orchestra` command line: `import` and `serve`, their flags, output and exit status.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Parser, Subcommand};
+
+use orchestra::import::{self, ChangeKind};
+use orchestra::mcp;
+use orchestra::store::Store;
+
+/// Serve a project's Markdown knowledge (features, notes, docs) as MCP resources.
+#[derive(Parser)]
+#[command(version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Load the Markdown documents of a project folder into the database.
+    Import(ImportArgs),
+    /// Serve the database as MCP resources over stdio.
+    Serve(ServeArgs),
+}
+
+#[derive(Args)]
+struct DbArg {
+    /// The database file [default: $ORCHESTRA_DB, else .orchestra/orchestra.db]
+    #[arg(long, value_name = "PATH", env = "ORCHESTRA_DB", hide_env = true)]
+    db: Option<PathBuf>,
+}
+
+impl DbArg {
+    fn path(&self) -> PathBuf {
+        self.db
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(".orchestra").join("orchestra.db"))
+    }
+}
+
+#[derive(Args)]
+struct ImportArgs {
+    /// The project folder: its features/, notes/ and docs/ are imported.
+    dir: PathBuf,
+    #[command(flatten)]
+    db: DbArg,
+    /// Print what would change and write nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Print the summary as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Skip files larger than this many bytes.
+    #[arg(long, value_name = "BYTES", default_value_t = import::DEFAULT_MAX_FILE_SIZE)]
+    max_file_size: u64,
+    /// Allow importing into a database that holds another project (its documents are replaced).
+    #[arg(long)]
+    replace: bool,
+}
+
+#[derive(Args)]
+struct ServeArgs {
+    #[command(flatten)]
+    db: DbArg,
+    /// Resources per `resources/list` page.
+    #[arg(long, value_name = "N", default_value_t = mcp::DEFAULT_PAGE_SIZE,
+          value_parser = clap::value_parser!(u32).range(1..=mcp::MAX_PAGE_SIZE as i64))]
+    page_size: u32,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging();
+    let result = match cli.command {
+        Command::Import(args) => run_import(args),
+        Command::Serve(args) => run_serve(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("orchestra: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs go to stderr only: stdout of `serve` carries protocol messages.
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+}
+
+fn run_import(args: ImportArgs) -> Result<()> {
+    let opts = import::Options {
+        dir: args.dir.clone(),
+        db: args.db.path(),
+        dry_run: args.dry_run,
+        replace: args.replace,
+        max_file_size: args.max_file_size,
+        progress: !args.json,
+    };
+    let report = import::run(&opts)?;
+    for warning in &report.warnings {
+        eprintln!("warning: {warning}");
+    }
+    if args.json {
+        let mut value = serde_json::to_value(&report)?;
+        value["dir"] = serde_json::Value::from(args.dir.display().to_string());
+        value["db"] = serde_json::Value::from(opts.db.display().to_string());
+        println!("{value}");
+    } else {
+        if report.dry_run {
+            for (kind, key) in &report.changes {
+                let kind = match kind {
+                    ChangeKind::New => "new",
+                    ChangeKind::Updated => "updated",
+                    ChangeKind::Removed => "removed",
+                };
+                println!("{kind} {key}");
+            }
+        }
+        println!("{}", report.summary(&args.dir));
+    }
+    Ok(())
+}
+
+fn run_serve(args: ServeArgs) -> Result<()> {
+    let path = args.db.path();
+    let store = Store::open_existing(&path)?;
+    let config = mcp::Config {
+        page_size: args.page_size as usize,
+    };
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let result = runtime.block_on(mcp::serve_stdio(store, config));
+    // Blocking reads of stdin cannot be cancelled: do not wait for them.
+    runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+    result
+}

@@ -1,0 +1,1 @@
+//! In-process protocol tests: request lines in, response lines out, over an in-memory duplex stream.

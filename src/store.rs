@@ -1,0 +1,698 @@
+//! The SQLite database: schema migrations, the connection pool, reads for the server and the import transaction. The only module that speaks SQL.
+//!
+//! # Locking
+//! The database runs in WAL mode: one writer (an import) and any number of
+//! readers (servers) at once. A reader sees the state of the last commit when
+//! its statement started; an import is one `BEGIN IMMEDIATE` transaction, so a
+//! reader never sees half of one. `busy_timeout` makes a second writer wait
+//! instead of failing at once.
+//!
+//! # Compatibility
+//! The schema lives in `migrations/NNNN_name.sql`, applied in order when the
+//! database opens and recorded in `PRAGMA user_version`. Never remove, reorder
+//! or edit a migration; add a new one. A database written by a newer orchestra
+//! (a higher `user_version`) is refused rather than misread.
+//!
+//! # Performance
+//! Pages are 16 KiB (set before the first table): with 2 KB documents this
+//! inserts about twice as fast as 4 KiB pages and makes the file smaller.
+//! Statements are prepared once per connection (`prepare_cached`).
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail};
+use r2d2::{Pool, PooledConnection};
+use r2d2_sqlite::SqliteConnectionManager;
+use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
+
+use crate::doc::{DocKey, Prefix};
+
+/// The schema, one migration per entry, in order. Append only.
+const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_documents.sql")];
+
+const PAGE_SIZE: u32 = 16 * 1024;
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+/// Readers the server may use at once; more requests wait for a connection.
+const POOL_SIZE: u32 = 8;
+
+/// What a listing shows of a document: everything but its bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DocSummary {
+    pub key: DocKey,
+    pub title: String,
+    pub description: Option<String>,
+    pub size: u64,
+    pub mtime_ns: i64,
+}
+
+/// A whole document as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Document {
+    pub key: DocKey,
+    pub title: String,
+    pub description: Option<String>,
+    /// The frontmatter as JSON text, when the file had a well-formed block.
+    pub frontmatter: Option<String>,
+    pub mtime_ns: i64,
+    /// False for bytes that are not UTF-8: served as a blob.
+    pub is_text: bool,
+    pub body: Vec<u8>,
+}
+
+/// What import needs to know of a stored document to decide whether to reread it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStat {
+    pub size: u64,
+    pub mtime_ns: i64,
+    pub hash: [u8; 32],
+}
+
+/// A document as import writes it.
+#[derive(Debug, Clone)]
+pub struct NewDocument {
+    pub key: DocKey,
+    pub stat: FileStat,
+    pub is_text: bool,
+    pub title: String,
+    pub description: Option<String>,
+    pub frontmatter: Option<String>,
+    pub body: Vec<u8>,
+}
+
+/// A pool of connections to one database file.
+#[derive(Clone)]
+pub struct Store {
+    pool: Pool<SqliteConnectionManager>,
+    path: PathBuf,
+}
+
+impl Store {
+    /// Opens the database at `path`, creating it (and its parent folders) when
+    /// missing, and brings its schema up to date.
+    pub fn open_or_create(path: &Path) -> Result<Store> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create the folder {}", parent.display()))?;
+        }
+        let mut conn = Connection::open(path)
+            .with_context(|| format!("cannot open the database {}", path.display()))?;
+        init_new_file(&conn)?;
+        configure(&conn)?;
+        migrate(&mut conn).with_context(|| format!("cannot migrate {}", path.display()))?;
+        drop(conn);
+        Store::pool(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
+    }
+
+    /// Opens a database that must already exist; used by `serve`. Migrates it
+    /// when it is older than this orchestra.
+    pub fn open_existing(path: &Path) -> Result<Store> {
+        if !path.is_file() {
+            bail!(
+                "no database at {}: run `orchestra import DIR` first",
+                path.display()
+            );
+        }
+        let mut conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
+            .with_context(|| format!("cannot open the database {}", path.display()))?;
+        configure(&conn)?;
+        if schema_version(&conn)? != MIGRATIONS.len() {
+            migrate(&mut conn).with_context(|| format!("cannot migrate {}", path.display()))?;
+        }
+        drop(conn);
+        Store::pool(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
+    }
+
+    /// Opens an existing, current database without ever writing to it (`--dry-run`).
+    pub fn open_read_only(path: &Path) -> Result<Store> {
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+            .with_context(|| format!("cannot open the database {}", path.display()))?;
+        let version = schema_version(&conn)?;
+        if version != MIGRATIONS.len() {
+            bail!(
+                "the database {} has schema version {version}, this orchestra expects {}",
+                path.display(),
+                MIGRATIONS.len()
+            );
+        }
+        drop(conn);
+        Store::pool(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
+    }
+
+    fn pool(path: &Path, flags: OpenFlags) -> Result<Store> {
+        let manager = SqliteConnectionManager::file(path)
+            .with_flags(flags | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI)
+            .with_init(|conn| configure(conn));
+        let pool = Pool::builder()
+            .max_size(POOL_SIZE)
+            .min_idle(Some(1))
+            .build(manager)
+            .with_context(|| format!("cannot open the database {}", path.display()))?;
+        Ok(Store {
+            pool,
+            path: path.to_path_buf(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// A connection for reads. Each call is one consistent view of the last commit.
+    pub fn reader(&self) -> Result<Reader> {
+        let conn = self
+            .pool
+            .get()
+            .context("no database connection available")?;
+        Ok(Reader { conn })
+    }
+
+    /// Starts the one transaction of an import of the project at `root`.
+    /// A database that holds another project is refused unless `replace`,
+    /// which empties it first.
+    pub fn begin_import(&self, root: &str, replace: bool) -> Result<ImportTx> {
+        let conn = self
+            .pool
+            .get()
+            .context("no database connection available")?;
+        conn.execute_batch("BEGIN IMMEDIATE")
+            .with_context(|| format!("cannot write to the database {}", self.path.display()))?;
+        let mut tx = ImportTx {
+            conn,
+            seq: 0,
+            finished: false,
+        };
+        let seq = match project(&tx.conn, root, replace, &self.path)? {
+            Project::New => {
+                tx.conn.execute(
+                    "INSERT INTO project (singleton, root) VALUES (1, ?1)",
+                    [root],
+                )?;
+                0
+            }
+            Project::Same { seq } => seq,
+            Project::Replaced { seq } => {
+                tx.conn.execute("DELETE FROM documents", [])?;
+                tx.conn.execute("UPDATE project SET root = ?1", [root])?;
+                seq
+            }
+        };
+        tx.seq = seq + 1;
+        Ok(tx)
+    }
+
+    /// What [`Store::begin_import`] followed by [`ImportTx::stats`] would see,
+    /// without writing: for `--dry-run`.
+    pub fn preview_import(&self, root: &str, replace: bool) -> Result<HashMap<DocKey, FileStat>> {
+        let conn = self
+            .pool
+            .get()
+            .context("no database connection available")?;
+        match project(&conn, root, replace, &self.path)? {
+            Project::Replaced { .. } => Ok(HashMap::new()),
+            Project::New | Project::Same { .. } => load_stats(&conn),
+        }
+    }
+}
+
+enum Project {
+    New,
+    Same { seq: i64 },
+    Replaced { seq: i64 },
+}
+
+/// Which project the database holds, against the one being imported.
+fn project(conn: &Connection, root: &str, replace: bool, db: &Path) -> Result<Project> {
+    let current: Option<(String, i64)> = conn
+        .query_row("SELECT root, seq FROM project", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .optional()?;
+    match current {
+        None => Ok(Project::New),
+        Some((stored, seq)) if stored == root => Ok(Project::Same { seq }),
+        Some((_, seq)) if replace => Ok(Project::Replaced { seq }),
+        Some((stored, _)) => bail!(
+            "the database {} holds the project {stored}, not {root} (pass --replace to replace it)",
+            db.display()
+        ),
+    }
+}
+
+/// Size, mtime and hash of every stored document.
+fn load_stats(conn: &Connection) -> Result<HashMap<DocKey, FileStat>> {
+    let mut stmt = conn.prepare_cached("SELECT prefix, id, size, mtime_ns, hash FROM documents")?;
+    let mut rows = stmt.query([])?;
+    let mut stats = HashMap::new();
+    while let Some(r) = rows.next()? {
+        let key = key_from_row(r.get_ref(0)?.as_str()?, r.get(1)?)?;
+        let hash: [u8; 32] = r.get(4)?;
+        stats.insert(
+            key,
+            FileStat {
+                size: r.get::<_, i64>(2)? as u64,
+                mtime_ns: r.get(3)?,
+                hash,
+            },
+        );
+    }
+    Ok(stats)
+}
+
+/// Per-connection settings; run on every new connection.
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    conn.busy_timeout(BUSY_TIMEOUT)?;
+    // journal_mode is stored in the file; asking again is cheap and also
+    // covers a database created by another tool.
+    let read_only = conn.is_readonly(rusqlite::MAIN_DB)?;
+    if !read_only {
+        conn.pragma_update_and_check(None, "journal_mode", "WAL", |r| r.get::<_, String>(0))?;
+    }
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.pragma_update(None, "foreign_keys", "ON")?;
+    Ok(())
+}
+
+/// The page size can only be chosen before the first table is written.
+fn init_new_file(conn: &Connection) -> Result<()> {
+    let tables: i64 = conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))?;
+    if tables == 0 {
+        conn.pragma_update(None, "page_size", PAGE_SIZE)?;
+    }
+    Ok(())
+}
+
+fn schema_version(conn: &Connection) -> Result<usize> {
+    let version: i64 = conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+    usize::try_from(version).context("negative schema version")
+}
+
+/// Applies the migrations after `PRAGMA user_version`, in one exclusive
+/// transaction, so two processes opening a new database at once cannot both
+/// apply them.
+fn migrate(conn: &mut Connection) -> Result<()> {
+    let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Exclusive)?;
+    let version = schema_version(&tx)?;
+    if version > MIGRATIONS.len() {
+        bail!(
+            "schema version {version} is newer than this orchestra knows ({}): upgrade orchestra",
+            MIGRATIONS.len()
+        );
+    }
+    for sql in &MIGRATIONS[version..] {
+        tx.execute_batch(sql)?;
+    }
+    tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64)?;
+    tx.commit()?;
+    Ok(())
+}
+
+fn key_from_row(prefix: &str, id: String) -> rusqlite::Result<DocKey> {
+    let prefix = Prefix::parse(prefix).ok_or_else(|| {
+        rusqlite::Error::FromSqlConversionFailure(
+            0,
+            rusqlite::types::Type::Text,
+            format!("unknown prefix {prefix:?} in the database").into(),
+        )
+    })?;
+    Ok(DocKey { prefix, id })
+}
+
+/// Read access for the server: every method is one statement, so one
+/// consistent view of the last commit.
+pub struct Reader {
+    conn: PooledConnection<SqliteConnectionManager>,
+}
+
+impl Reader {
+    /// Up to `limit` documents after `after` (from the start when `None`), in
+    /// (prefix, id) order: a keyset page, as cheap at the end as at the start.
+    pub fn page(&self, after: Option<&DocKey>, limit: usize) -> Result<Vec<DocSummary>> {
+        let (prefix, id) = match after {
+            Some(key) => (key.prefix.as_str(), key.id.as_str()),
+            None => ("", ""),
+        };
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT prefix, id, title, description, size, mtime_ns FROM documents
+             WHERE (prefix, id) > (?1, ?2) ORDER BY prefix, id LIMIT ?3",
+        )?;
+        let rows = stmt.query_map(params![prefix, id, limit as i64], |r| {
+            Ok(DocSummary {
+                key: key_from_row(r.get_ref(0)?.as_str()?, r.get(1)?)?,
+                title: r.get(2)?,
+                description: r.get(3)?,
+                size: r.get::<_, i64>(4)? as u64,
+                mtime_ns: r.get(5)?,
+            })
+        })?;
+        Ok(rows.collect::<rusqlite::Result<_>>()?)
+    }
+
+    pub fn get(&self, key: &DocKey) -> Result<Option<Document>> {
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT title, description, frontmatter, mtime_ns, is_text, body FROM documents
+             WHERE prefix = ?1 AND id = ?2",
+        )?;
+        let doc = stmt
+            .query_row(params![key.prefix.as_str(), key.id], |r| {
+                Ok(Document {
+                    key: key.clone(),
+                    title: r.get(0)?,
+                    description: r.get(1)?,
+                    frontmatter: r.get(2)?,
+                    mtime_ns: r.get(3)?,
+                    is_text: r.get(4)?,
+                    body: r.get(5)?,
+                })
+            })
+            .optional()?;
+        Ok(doc)
+    }
+
+    /// Ids under `prefix` that begin with `typed`, at most `limit`, and how
+    /// many there are in all. A range scan of the (prefix, id) index.
+    pub fn complete_ids(
+        &self,
+        prefix: Prefix,
+        typed: &str,
+        limit: usize,
+    ) -> Result<(Vec<String>, u64)> {
+        // Every id that begins with `typed` sorts in [typed, upper): UTF-8
+        // byte order is code point order.
+        let upper = successor(typed);
+        let (ids, total) =
+            match &upper {
+                Some(upper) => {
+                    let mut stmt = self.conn.prepare_cached(
+                        "SELECT id FROM documents WHERE prefix = ?1 AND id >= ?2 AND id < ?3
+                     ORDER BY id LIMIT ?4",
+                    )?;
+                    let ids = stmt
+                        .query_map(params![prefix.as_str(), typed, upper, limit as i64], |r| {
+                            r.get(0)
+                        })?
+                        .collect::<rusqlite::Result<Vec<String>>>()?;
+                    let total: i64 = self.conn.prepare_cached(
+                    "SELECT count(*) FROM documents WHERE prefix = ?1 AND id >= ?2 AND id < ?3",
+                )?
+                .query_row(params![prefix.as_str(), typed, upper], |r| r.get(0))?;
+                    (ids, total)
+                }
+                None => {
+                    let mut stmt = self.conn.prepare_cached(
+                    "SELECT id FROM documents WHERE prefix = ?1 AND id >= ?2 ORDER BY id LIMIT ?3",
+                )?;
+                    let ids = stmt
+                        .query_map(params![prefix.as_str(), typed, limit as i64], |r| r.get(0))?
+                        .collect::<rusqlite::Result<Vec<String>>>()?;
+                    let total: i64 = self
+                        .conn
+                        .prepare_cached(
+                            "SELECT count(*) FROM documents WHERE prefix = ?1 AND id >= ?2",
+                        )?
+                        .query_row(params![prefix.as_str(), typed], |r| r.get(0))?;
+                    (ids, total)
+                }
+            };
+        Ok((ids, total as u64))
+    }
+
+    /// The number of documents.
+    pub fn count(&self) -> Result<u64> {
+        let n: i64 = self
+            .conn
+            .prepare_cached("SELECT count(*) FROM documents")?
+            .query_row([], |r| r.get(0))?;
+        Ok(n as u64)
+    }
+}
+
+/// The smallest string greater than every string that begins with `s`, or
+/// `None` when there is none (`s` empty or made only of `char::MAX`).
+fn successor(s: &str) -> Option<String> {
+    let mut chars: Vec<char> = s.chars().collect();
+    while let Some(last) = chars.pop() {
+        let next = (last as u32 + 1..=char::MAX as u32).find_map(char::from_u32);
+        if let Some(next) = next {
+            chars.push(next);
+            return Some(chars.into_iter().collect());
+        }
+    }
+    None
+}
+
+/// The one transaction of an import. Dropped without [`ImportTx::commit`], it
+/// rolls back and the database is exactly as before.
+pub struct ImportTx {
+    conn: PooledConnection<SqliteConnectionManager>,
+    seq: i64,
+    finished: bool,
+}
+
+impl ImportTx {
+    /// The sequence number this import's changes are recorded under.
+    pub fn seq(&self) -> i64 {
+        self.seq
+    }
+
+    /// Size, mtime and hash of every stored document.
+    pub fn stats(&self) -> Result<HashMap<DocKey, FileStat>> {
+        load_stats(&self.conn)
+    }
+
+    /// Inserts a document or replaces the stored one with the same key.
+    pub fn put(&self, doc: &NewDocument) -> Result<()> {
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO documents
+                (prefix, id, size, mtime_ns, hash, is_text, title, description, frontmatter, seq, body)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+             ON CONFLICT (prefix, id) DO UPDATE SET
+                size = excluded.size, mtime_ns = excluded.mtime_ns, hash = excluded.hash,
+                is_text = excluded.is_text, title = excluded.title,
+                description = excluded.description, frontmatter = excluded.frontmatter,
+                seq = excluded.seq, body = excluded.body",
+        )?;
+        stmt.execute(params![
+            doc.key.prefix.as_str(),
+            doc.key.id,
+            doc.stat.size as i64,
+            doc.stat.mtime_ns,
+            &doc.stat.hash[..],
+            doc.is_text,
+            doc.title,
+            doc.description,
+            doc.frontmatter,
+            self.seq,
+            doc.body,
+        ])?;
+        Ok(())
+    }
+
+    /// Records a new mtime for a document whose bytes did not change, so the
+    /// next import skips it without reading it.
+    pub fn touch(&self, key: &DocKey, mtime_ns: i64) -> Result<()> {
+        self.conn
+            .prepare_cached("UPDATE documents SET mtime_ns = ?3 WHERE prefix = ?1 AND id = ?2")?
+            .execute(params![key.prefix.as_str(), key.id, mtime_ns])?;
+        Ok(())
+    }
+
+    pub fn remove(&self, key: &DocKey) -> Result<()> {
+        self.conn
+            .prepare_cached("DELETE FROM documents WHERE prefix = ?1 AND id = ?2")?
+            .execute(params![key.prefix.as_str(), key.id])?;
+        Ok(())
+    }
+
+    /// Commits the import; `changed` says whether it consumed its sequence number.
+    pub fn commit(mut self, changed: bool) -> Result<()> {
+        if changed {
+            self.conn
+                .prepare_cached("UPDATE project SET seq = ?1")?
+                .execute([self.seq])?;
+        }
+        self.conn
+            .execute_batch("COMMIT")
+            .context("cannot commit the import")?;
+        self.finished = true;
+        Ok(())
+    }
+}
+
+impl Drop for ImportTx {
+    fn drop(&mut self) {
+        if !self.finished {
+            // Failure here leaves the transaction to SQLite, which rolls it
+            // back when the connection closes.
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_db() -> (tempfile::TempDir, PathBuf) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/orchestra.db");
+        (dir, path)
+    }
+
+    fn doc(prefix: Prefix, id: &str, body: &str) -> NewDocument {
+        NewDocument {
+            key: DocKey::new(prefix, id),
+            stat: FileStat {
+                size: body.len() as u64,
+                mtime_ns: 1,
+                hash: *blake3::hash(body.as_bytes()).as_bytes(),
+            },
+            is_text: true,
+            title: id.to_string(),
+            description: None,
+            frontmatter: None,
+            body: body.as_bytes().to_vec(),
+        }
+    }
+
+    #[test]
+    fn migrate_twice() {
+        let (_dir, path) = temp_db();
+        Store::open_or_create(&path).unwrap();
+        let store = Store::open_or_create(&path).unwrap();
+        let reader = store.reader().unwrap();
+        let version: i64 = reader
+            .conn
+            .pragma_query_value(None, "user_version", |r| r.get(0))
+            .unwrap();
+        assert_eq!(version as usize, MIGRATIONS.len());
+        let page_size: i64 = reader
+            .conn
+            .pragma_query_value(None, "page_size", |r| r.get(0))
+            .unwrap();
+        assert_eq!(page_size, PAGE_SIZE as i64);
+        let mode: String = reader
+            .conn
+            .pragma_query_value(None, "journal_mode", |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+    }
+
+    #[test]
+    fn newer_schema_is_refused() {
+        let (_dir, path) = temp_db();
+        Store::open_or_create(&path).unwrap();
+        let conn = Connection::open(&path).unwrap();
+        conn.pragma_update(None, "user_version", 99).unwrap();
+        drop(conn);
+        let err = Store::open_existing(&path).err().unwrap();
+        assert!(
+            format!("{err:#}").contains("newer than this orchestra"),
+            "{err:#}"
+        );
+    }
+
+    #[test]
+    fn pages_follow_key_order() {
+        let (_dir, path) = temp_db();
+        let store = Store::open_or_create(&path).unwrap();
+        let tx = store.begin_import("/p", false).unwrap();
+        for (prefix, id) in [
+            (Prefix::Notes, "b"),
+            (Prefix::Features, "z"),
+            (Prefix::Docs, "adr/2"),
+            (Prefix::Docs, "adr/10"),
+            (Prefix::Features, "a"),
+        ] {
+            tx.put(&doc(prefix, id, "x")).unwrap();
+        }
+        tx.commit(true).unwrap();
+        let reader = store.reader().unwrap();
+        let first = reader.page(None, 3).unwrap();
+        let keys: Vec<String> = first.iter().map(|d| d.key.to_string()).collect();
+        assert_eq!(keys, ["docs/adr/10", "docs/adr/2", "features/a"]);
+        let rest = reader.page(Some(&first[2].key), 3).unwrap();
+        let keys: Vec<String> = rest.iter().map(|d| d.key.to_string()).collect();
+        assert_eq!(keys, ["features/z", "notes/b"]);
+        assert!(reader.page(Some(&rest[1].key), 3).unwrap().is_empty());
+    }
+
+    #[test]
+    fn completion_is_a_prefix_range() {
+        let (_dir, path) = temp_db();
+        let store = Store::open_or_create(&path).unwrap();
+        let tx = store.begin_import("/p", false).unwrap();
+        for id in [
+            "FEAT-001", "FEAT-002", "FEAT-010", "FEAU", "FEAT", "café", "cafë",
+        ] {
+            tx.put(&doc(Prefix::Features, id, "x")).unwrap();
+        }
+        tx.put(&doc(Prefix::Notes, "FEAT-003", "x")).unwrap();
+        tx.commit(true).unwrap();
+        let reader = store.reader().unwrap();
+        let check = |typed: &str, limit: usize, ids: &[&str], total: u64| {
+            let (got, got_total) = reader.complete_ids(Prefix::Features, typed, limit).unwrap();
+            assert_eq!(
+                (got, got_total),
+                (ids.iter().map(|s| s.to_string()).collect(), total),
+                "{typed}"
+            );
+        };
+        check("FEAT-0", 100, &["FEAT-001", "FEAT-002", "FEAT-010"], 3);
+        check("FEAT-0", 2, &["FEAT-001", "FEAT-002"], 3);
+        check(
+            "FEAT",
+            100,
+            &["FEAT", "FEAT-001", "FEAT-002", "FEAT-010"],
+            4,
+        );
+        check("caf", 100, &["café", "cafë"], 2);
+        check("x", 100, &[], 0);
+        check("", 1, &["FEAT"], 7);
+    }
+
+    #[test]
+    fn successor_bounds_prefixes() {
+        assert_eq!(successor("ab").as_deref(), Some("ac"));
+        assert_eq!(successor(""), None);
+        assert_eq!(successor("a\u{10FFFF}").as_deref(), Some("b"));
+        assert_eq!(successor("\u{D7FF}").as_deref(), Some("\u{E000}"));
+    }
+
+    #[test]
+    fn dropped_import_rolls_back() {
+        let (_dir, path) = temp_db();
+        let store = Store::open_or_create(&path).unwrap();
+        let tx = store.begin_import("/p", false).unwrap();
+        tx.put(&doc(Prefix::Notes, "kept", "1")).unwrap();
+        tx.commit(true).unwrap();
+        let tx = store.begin_import("/p", false).unwrap();
+        tx.put(&doc(Prefix::Notes, "lost", "2")).unwrap();
+        tx.remove(&DocKey::new(Prefix::Notes, "kept")).unwrap();
+        drop(tx);
+        let reader = store.reader().unwrap();
+        assert_eq!(reader.count().unwrap(), 1);
+        assert!(
+            reader
+                .get(&DocKey::new(Prefix::Notes, "kept"))
+                .unwrap()
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn another_project_is_refused_unless_replaced() {
+        let (_dir, path) = temp_db();
+        let store = Store::open_or_create(&path).unwrap();
+        let tx = store.begin_import("/one", false).unwrap();
+        tx.put(&doc(Prefix::Notes, "a", "1")).unwrap();
+        tx.commit(true).unwrap();
+        let err = store.begin_import("/two", false).err().unwrap();
+        assert!(err.to_string().contains("holds the project /one"), "{err}");
+        let tx = store.begin_import("/two", true).unwrap();
+        assert!(tx.stats().unwrap().is_empty());
+        tx.commit(true).unwrap();
+        assert_eq!(store.reader().unwrap().count().unwrap(), 0);
+    }
+}

@@ -1,0 +1,3 @@
+//! End-to-end tests on the real `orchestra` binary: one test binary, one module per command.
+
+mod support;
