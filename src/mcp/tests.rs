@@ -1,1 +1,452 @@
 //! In-process protocol tests: request lines in, response lines out, over an in-memory duplex stream.
+
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use super::*;
+use crate::doc::{DocKey, Prefix};
+use crate::store::{FileStat, NewDocument};
+
+const ENVELOPE: &str = r#""_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+fn store_with(docs: &[(Prefix, &str, &[u8])]) -> (tempfile::TempDir, Store) {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_or_create(&dir.path().join("o.db")).unwrap();
+    let tx = store.begin_import("/project", false).unwrap();
+    for (prefix, id, body) in docs {
+        tx.put(&NewDocument {
+            key: DocKey::new(*prefix, *id),
+            stat: FileStat {
+                size: body.len() as u64,
+                mtime_ns: 1_767_225_600_000_000_000, // 2026-01-01T00:00:00Z
+                hash: *blake3::hash(body).as_bytes(),
+            },
+            is_text: std::str::from_utf8(body).is_ok(),
+            title: format!("Title of {id}"),
+            description: (*prefix == Prefix::Features).then(|| format!("About {id}")),
+            frontmatter: None,
+            body: body.to_vec(),
+        })
+        .unwrap();
+    }
+    tx.commit(true).unwrap();
+    (dir, store)
+}
+
+fn fixture() -> (tempfile::TempDir, Store) {
+    store_with(&[
+        (Prefix::Features, "FEAT-001", b"# One\n"),
+        (Prefix::Features, "FEAT-002", b"# Two\n"),
+        (Prefix::Notes, "caf\u{e9} notes", "# Caf\u{e9}\n".as_bytes()),
+        (Prefix::Docs, "adr/0006", b"# ADR\n"),
+        (Prefix::Docs, "bin", b"\xff\xfe raw"),
+    ])
+}
+
+/// Sends `input` (lines) to a fresh server, closes its stdin, and returns
+/// every line it wrote, parsed.
+async fn exchange(store: Store, page_size: usize, input: &str) -> Vec<Value> {
+    let (client, server) = tokio::io::duplex(1 << 20);
+    let (server_read, server_write) = tokio::io::split(server);
+    let serve = tokio::spawn(super::serve(
+        store,
+        Config { page_size },
+        server_read,
+        server_write,
+        std::future::pending(),
+    ));
+    let (client_read, mut client_write) = tokio::io::split(client);
+    client_write.write_all(input.as_bytes()).await.unwrap();
+    client_write.shutdown().await.unwrap();
+    let mut lines = BufReader::new(client_read).lines();
+    let mut out = Vec::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        out.push(serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line}")));
+    }
+    serve.await.unwrap().unwrap();
+    out
+}
+
+/// Responses sorted by id, so concurrent handling does not matter.
+async fn responses(input: &[&str]) -> Vec<Value> {
+    let (_dir, store) = fixture();
+    let mut input = input.join("\n");
+    input.push('\n');
+    let mut out = exchange(store, 2, &input).await;
+    out.sort_by_key(|v| v["id"].to_string());
+    out
+}
+
+/// The `error.code` of the response with `id`.
+fn code_of(responses: &[Value], id: Value) -> i64 {
+    let response = responses
+        .iter()
+        .find(|r| r["id"] == id)
+        .unwrap_or_else(|| panic!("no response with id {id}: {responses:?}"));
+    response["error"]["code"]
+        .as_i64()
+        .unwrap_or_else(|| panic!("not an error: {response}"))
+}
+
+#[track_caller]
+fn check_codes(out: &[Value], expected: &[(Value, i64)]) {
+    for (id, code) in expected {
+        assert_eq!(code_of(out, id.clone()), *code, "id {id}");
+    }
+    assert_eq!(out.len(), expected.len(), "{out:#?}");
+}
+
+#[tokio::test]
+async fn framing_errors_keep_the_session_alive() {
+    let out = responses(&[
+        "not json",
+        "[]",
+        r#"[{"jsonrpc":"2.0","id":1,"method":"ping"}]"#,
+        "42",
+        r#"{"jsonrpc":"1.0","id":2,"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":7}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"no/such/method"}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{}}"#,
+        r#"{"jsonrpc":"2.0","id":6,"method":"resources/read","params":[1]}"#,
+        r#"{"jsonrpc":"2.0","id":7,"method":"test/panic"}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":8,"result":{}}"#,
+        r#"{"jsonrpc":"2.0","id":9,"method":"ping"}"#,
+    ])
+    .await;
+    let nulls: Vec<i64> = out
+        .iter()
+        .filter(|r| r["id"].is_null())
+        .map(|r| r["error"]["code"].as_i64().unwrap())
+        .collect();
+    assert_eq!(nulls, [-32700, -32600, -32600, -32600, -32600]);
+    let by_id = [
+        (json!(2), -32600),
+        (json!(3), -32600),
+        (json!(4), -32601),
+        (json!(5), -32602),
+        (json!(6), -32602),
+        (json!(7), -32603),
+    ];
+    for (id, code) in by_id {
+        assert_eq!(code_of(&out, id.clone()), code, "id {id}");
+    }
+    let pong = out.iter().find(|r| r["id"] == json!(9)).unwrap();
+    assert_eq!(pong["result"], json!({}));
+    assert_eq!(out.len(), 5 + 6 + 1, "{out:#?}");
+}
+
+#[tokio::test]
+async fn handshake_era_matches_the_reference() {
+    let out = responses(&[
+        INIT,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"resources/read","params":{"uri":"orchestra://features/FEAT-001"}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"orchestra://features/FEAT-404"}}"#,
+        r#"{"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"orchestra://docs/bin"}}"#,
+        r#"{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"orchestra://notes/caf%c3%a9%20notes"}}"#,
+        r#"{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"file:///etc/passwd"}}"#,
+        r#"{"jsonrpc":"2.0","id":6,"method":"resources/templates/list"}"#,
+        r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#,
+    ])
+    .await;
+    let by_id = |id: i64| out.iter().find(|r| r["id"] == json!(id)).unwrap().clone();
+    let init = by_id(0);
+    assert_eq!(init["result"]["protocolVersion"], "2025-11-25");
+    assert_eq!(init["result"]["serverInfo"]["name"], "orchestra");
+    assert_eq!(
+        init["result"]["serverInfo"]["version"],
+        env!("CARGO_PKG_VERSION")
+    );
+    assert_eq!(
+        init["result"]["capabilities"],
+        json!({"completions": {}, "resources": {}})
+    );
+    assert_eq!(
+        by_id(1),
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"contents": [
+            {"uri": "orchestra://features/FEAT-001", "mimeType": "text/markdown", "text": "# One\n"}
+        ]}})
+    );
+    assert_eq!(
+        by_id(2),
+        json!({"jsonrpc": "2.0", "id": 2, "error": {"code": -32002, "message": "Resource not found",
+               "data": {"uri": "orchestra://features/FEAT-404"}}})
+    );
+    assert_eq!(
+        by_id(3)["result"]["contents"][0],
+        json!({"uri": "orchestra://docs/bin", "mimeType": "text/markdown", "blob": "//4gcmF3"})
+    );
+    assert_eq!(
+        by_id(4)["result"]["contents"][0]["uri"],
+        "orchestra://notes/caf%C3%A9%20notes"
+    );
+    assert_eq!(by_id(5)["error"]["code"], -32602);
+    let templates = by_id(6)["result"]["resourceTemplates"].clone();
+    let uris: Vec<&str> = templates
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["uriTemplate"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        uris,
+        [
+            "orchestra://docs/{+id}",
+            "orchestra://features/{+id}",
+            "orchestra://notes/{+id}"
+        ]
+    );
+    assert!(by_id(6)["result"].get("ttlMs").is_none());
+    assert_eq!(by_id(7)["result"], json!({}));
+}
+
+#[tokio::test]
+async fn stateless_era_decorates_every_result() {
+    let line = |id: i64, method: &str, params: &str| {
+        let sep = if params.is_empty() { "" } else { "," };
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{{params}{sep}{ENVELOPE}}}}}"#
+        )
+    };
+    let input = [
+        line(1, "server/discover", ""),
+        line(2, "resources/list", ""),
+        line(
+            3,
+            "resources/read",
+            r#""uri":"orchestra://features/FEAT-001""#,
+        ),
+        line(
+            4,
+            "resources/read",
+            r#""uri":"orchestra://features/FEAT-404""#,
+        ),
+        line(5, "resources/templates/list", ""),
+        line(
+            6,
+            "completion/complete",
+            r#""ref":{"type":"ref/resource","uri":"orchestra://features/{+id}"},"argument":{"name":"id","value":"FEAT-00"}"#,
+        ),
+        line(7, "ping", ""),
+        INIT.replace(r#""id":0"#, r#""id":8"#),
+    ];
+    let out = responses(&input.iter().map(String::as_str).collect::<Vec<_>>()).await;
+    let by_id = |id: i64| out.iter().find(|r| r["id"] == json!(id)).unwrap().clone();
+    let server_info = json!({"io.modelcontextprotocol/serverInfo":
+        {"name": "orchestra", "title": "Orchestra", "version": env!("CARGO_PKG_VERSION")}});
+
+    let discover = by_id(1)["result"].clone();
+    assert_eq!(discover["supportedVersions"], json!(["2026-07-28"]));
+    assert_eq!(discover["resultType"], "complete");
+    assert_eq!(discover["cacheScope"], "private");
+    assert!(discover["ttlMs"].is_u64());
+    assert_eq!(discover["_meta"], server_info);
+    assert_eq!(discover["capabilities"]["resources"], json!({}));
+
+    for id in [2, 3, 5] {
+        let result = by_id(id)["result"].clone();
+        assert_eq!(result["resultType"], "complete", "id {id}");
+        assert_eq!(result["cacheScope"], "private", "id {id}");
+        assert!(result["ttlMs"].is_u64(), "id {id}");
+        assert_eq!(result["_meta"], server_info, "id {id}");
+    }
+    assert_eq!(
+        by_id(4)["error"],
+        json!({"code": -32602, "message": "Resource not found", "data": {"uri": "orchestra://features/FEAT-404"}})
+    );
+    let completion = by_id(6)["result"].clone();
+    assert_eq!(
+        completion["completion"],
+        json!({"values": ["FEAT-001", "FEAT-002"], "total": 2, "hasMore": false})
+    );
+    assert_eq!(completion["resultType"], "complete");
+    assert!(completion.get("ttlMs").is_none());
+    assert_eq!(by_id(7)["error"]["code"], -32601);
+    assert_eq!(by_id(8)["error"]["code"], -32022);
+}
+
+#[tokio::test]
+async fn listing_pages_through_everything_once() {
+    let (_dir, store) = fixture();
+    let mut uris = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut pages = 0;
+    loop {
+        let params = match &cursor {
+            Some(c) => json!({"cursor": c}),
+            None => json!({}),
+        };
+        let request =
+            json!({"jsonrpc": "2.0", "id": 1, "method": "resources/list", "params": params});
+        let out = exchange(store.clone(), 2, &format!("{request}\n")).await;
+        let result = &out[0]["result"];
+        pages += 1;
+        for r in result["resources"].as_array().unwrap() {
+            uris.push(r["uri"].as_str().unwrap().to_string());
+        }
+        match result["nextCursor"].as_str() {
+            Some(next) => cursor = Some(next.to_string()),
+            None => break,
+        }
+    }
+    assert_eq!(
+        uris,
+        [
+            "orchestra://docs/adr/0006",
+            "orchestra://docs/bin",
+            "orchestra://features/FEAT-001",
+            "orchestra://features/FEAT-002",
+            "orchestra://notes/caf%C3%A9%20notes",
+        ]
+    );
+    assert_eq!(
+        pages, 3,
+        "5 documents in pages of 2, and no empty last page"
+    );
+}
+
+#[tokio::test]
+async fn a_resource_carries_every_field() {
+    let out = responses(&[r#"{"jsonrpc":"2.0","id":1,"method":"resources/list"}"#]).await;
+    let resources = out[0]["result"]["resources"].as_array().unwrap().clone();
+    assert_eq!(
+        resources[0],
+        json!({"uri": "orchestra://docs/adr/0006", "name": "adr/0006", "title": "Title of adr/0006",
+               "mimeType": "text/markdown", "size": 6,
+               "annotations": {"lastModified": "2026-01-01T00:00:00Z"}})
+    );
+    assert!(out[0]["result"]["nextCursor"].is_string());
+}
+
+#[tokio::test]
+async fn bad_cursors_are_invalid_params_never_page_one() {
+    let (_dir, store) = fixture();
+    let valid = crate::cursor::encode(&DocKey::new(Prefix::Docs, "bin"));
+    let mut forged = valid.clone();
+    let last = forged.pop().unwrap();
+    forged.push(if last == 'A' { 'B' } else { 'A' });
+    let mut input = String::new();
+    for (id, cursor) in [
+        (1, "garbage"),
+        (2, ""),
+        (3, forged.as_str()),
+        (4, valid.as_str()),
+    ] {
+        input.push_str(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "resources/list",
+                               "params": {"cursor": cursor}})
+            .to_string(),
+        );
+        input.push('\n');
+    }
+    let out = exchange(store, 2, &input).await;
+    for id in 1..=3 {
+        assert_eq!(code_of(&out, json!(id)), -32602, "cursor {id}");
+    }
+    let page = out.iter().find(|r| r["id"] == json!(4)).unwrap();
+    assert_eq!(
+        page["result"]["resources"][0]["uri"],
+        "orchestra://features/FEAT-001"
+    );
+}
+
+#[tokio::test]
+async fn malformed_uris_are_invalid_params() {
+    let long = format!("orchestra://features/{}", "a".repeat(5000));
+    let uris = [
+        "",
+        "http://features/FEAT-001",
+        "orchestra://secrets/FEAT-001",
+        "orchestra://features/",
+        "orchestra://features/../notes/x",
+        "orchestra://features/a//b",
+        "orchestra://features/%00",
+        "orchestra://features/%zz",
+        long.as_str(),
+    ];
+    let mut input = String::from(INIT);
+    input.push('\n');
+    for (i, uri) in uris.iter().enumerate() {
+        input.push_str(
+            &json!({"jsonrpc": "2.0", "id": i + 1, "method": "resources/read",
+                               "params": {"uri": uri}})
+            .to_string(),
+        );
+        input.push('\n');
+    }
+    let (_dir, store) = fixture();
+    let out = exchange(store, 2, &input).await;
+    for i in 1..=uris.len() {
+        assert_eq!(code_of(&out, json!(i)), -32602, "{}", uris[i - 1]);
+    }
+}
+
+#[tokio::test]
+async fn completion_rejects_what_it_cannot_complete() {
+    let cases = [
+        (
+            json!({"ref": {"type": "ref/prompt", "name": "x"}, "argument": {"name": "id", "value": ""}}),
+            -32602,
+        ),
+        (
+            json!({"ref": {"type": "ref/resource", "uri": "orchestra://x/{+id}"}, "argument": {"name": "id", "value": ""}}),
+            -32602,
+        ),
+        (
+            json!({"ref": {"type": "ref/resource", "uri": "orchestra://docs/{+id}"}, "argument": {"name": "path", "value": ""}}),
+            -32602,
+        ),
+        (
+            json!({"ref": {"type": "ref/resource", "uri": "orchestra://docs/{+id}"}}),
+            -32602,
+        ),
+    ];
+    let mut input = String::new();
+    for (i, (params, _)) in cases.iter().enumerate() {
+        input.push_str(
+            &json!({"jsonrpc": "2.0", "id": i, "method": "completion/complete", "params": params})
+                .to_string(),
+        );
+        input.push('\n');
+    }
+    let (_dir, store) = fixture();
+    let out = exchange(store, 2, &input).await;
+    check_codes(
+        &out,
+        &cases
+            .iter()
+            .enumerate()
+            .map(|(i, (_, code))| (json!(i), *code))
+            .collect::<Vec<_>>(),
+    );
+}
+
+#[tokio::test]
+async fn ids_keep_their_type() {
+    let out = responses(&[
+        r#"{"jsonrpc":"2.0","id":"abc","method":"ping"}"#,
+        r#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#,
+    ])
+    .await;
+    let ids: Vec<Value> = out.iter().map(|r| r["id"].clone()).collect();
+    assert_eq!(ids, [json!("abc"), json!(0)]);
+}
+
+#[tokio::test]
+async fn an_oversized_line_is_refused_and_the_session_goes_on() {
+    let (_dir, store) = fixture();
+    let mut input = String::with_capacity(MAX_LINE + 100);
+    input.push_str(r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":{"pad":""#);
+    input.extend(std::iter::repeat_n('x', MAX_LINE));
+    input.push_str("\"}}\n");
+    input.push_str(r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#);
+    input.push('\n');
+    let out = exchange(store, 2, &input).await;
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert_eq!(out[0]["id"], Value::Null);
+    assert_eq!(out[0]["error"]["code"], -32600);
+    assert_eq!(out[1]["result"], json!({}));
+}
