@@ -1,3 +1,4 @@
 //! End-to-end tests on the real `orchestra` binary: one test binary, one module per command.
 
+mod serve;
 mod support;

@@ -1,0 +1,277 @@
+//! End-to-end tests of `orchestra serve`: golden wire logs replayed against the real binary, start-up errors, shutdown.
+//!
+//! A golden log (`fixtures/wire/*.log`) is in the format of the reference logs
+//! in shared/reference/wire: `C->S` lines are sent one at a time, each `S->C`
+//! line that follows must be the server's next line, byte for byte once
+//! `lastModified` (a file time) is masked. `UPDATE_EXPECT=1` rewrites the
+//! logs from what the server says.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_orchestra");
+
+fn manifest_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A database holding the shipped fixture project.
+fn fixture_db(dir: &Path) -> PathBuf {
+    let db = dir.join("o.db");
+    let status = Command::new(BIN)
+        .arg("import")
+        .arg(manifest_dir().join("fixtures/project"))
+        .arg("--db")
+        .arg(&db)
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    db
+}
+
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Server {
+    fn start(db: &Path, args: &[&str]) -> Server {
+        let mut child = Command::new(BIN)
+            .arg("serve")
+            .arg("--db")
+            .arg(db)
+            .args(args)
+            .env("RUST_LOG", "debug")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Server {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    fn recv(&mut self) -> String {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        assert!(line.ends_with('\n'), "server closed stdout");
+        line.pop();
+        line
+    }
+
+    /// Closes stdin and returns how long the server took to exit, and its status.
+    fn close(mut self) -> (Duration, std::process::ExitStatus) {
+        drop(self.stdin.take());
+        wait_exit(&mut self.child)
+    }
+}
+
+fn wait_exit(child: &mut Child) -> (Duration, std::process::ExitStatus) {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return (started.elapsed(), status);
+        }
+        if started.elapsed() > Duration::from_secs(5) {
+            let _ = child.kill();
+            panic!("server did not exit within 5 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Replaces every `"lastModified":"..."` value: file times differ per checkout.
+fn mask(line: &str) -> String {
+    let key = "\"lastModified\":\"";
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(i) = rest.find(key) {
+        out.push_str(&rest[..i + key.len()]);
+        rest = &rest[i + key.len()..];
+        let end = rest.find('"').unwrap_or(rest.len());
+        out.push_str("<time>");
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[track_caller]
+fn check_golden(name: &str) {
+    let path = manifest_dir().join("fixtures/wire").join(name);
+    let log = std::fs::read_to_string(&path).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let db = fixture_db(tmp.path());
+    let mut server = Server::start(&db, &["--page-size", "5"]);
+    let update = std::env::var_os("UPDATE_EXPECT").is_some();
+    let mut actual = String::new();
+    let mut expected_lines = log.lines().peekable();
+    while let Some(line) = expected_lines.next() {
+        let Some(request) = line.strip_prefix("C->S ") else {
+            continue;
+        };
+        server.send(request);
+        actual.push_str(line);
+        actual.push('\n');
+        let mut expected = Vec::new();
+        while let Some(response) = expected_lines.peek().and_then(|l| l.strip_prefix("S->C ")) {
+            expected.push(response);
+            expected_lines.next();
+        }
+        // When updating, every message but a notification gets one answer.
+        let count = if update {
+            answers(request)
+        } else {
+            expected.len()
+        };
+        for i in 0..count {
+            let got = mask(&server.recv());
+            actual.push_str(&format!("S->C {got}\n"));
+            if !update {
+                assert_eq!(got, expected[i], "{name}: after {request}");
+            }
+        }
+    }
+    let (_, status) = server.close();
+    assert!(status.success());
+    if update {
+        std::fs::write(&path, actual).unwrap();
+    }
+}
+
+/// How many lines the server answers `request` with, for `UPDATE_EXPECT`.
+fn answers(request: &str) -> usize {
+    match serde_json::from_str::<serde_json::Value>(request) {
+        Ok(serde_json::Value::Object(map)) if !map.contains_key("id") => 0,
+        _ => 1,
+    }
+}
+
+#[test]
+fn golden_handshake_era() {
+    check_golden("handshake.log");
+}
+
+#[test]
+fn golden_stateless_era() {
+    check_golden("stateless.log");
+}
+
+#[test]
+fn golden_mixed_eras_are_refused() {
+    check_golden("mixed.log");
+}
+
+#[test]
+fn a_missing_database_is_one_clear_line() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("none.db");
+    let out = Command::new(BIN)
+        .arg("serve")
+        .arg("--db")
+        .arg(&db)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(
+        stderr,
+        format!(
+            "orchestra: no database at {}: run `orchestra import DIR` first\n",
+            db.display()
+        )
+    );
+    assert!(!db.exists(), "serve must not create a database");
+}
+
+#[test]
+fn closing_stdin_ends_the_server_promptly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = fixture_db(tmp.path());
+    let mut server = Server::start(&db, &[]);
+    server.send(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    assert_eq!(server.recv(), r#"{"jsonrpc":"2.0","id":1,"result":{}}"#);
+    let (took, status) = server.close();
+    assert!(status.success(), "{status}");
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+}
+
+#[test]
+fn sigterm_ends_the_server_promptly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = fixture_db(tmp.path());
+    let mut server = Server::start(&db, &[]);
+    server.send(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    server.recv();
+    let pid = server.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let (took, status) = wait_exit(&mut server.child);
+    assert!(status.success(), "{status}");
+    assert!(took < Duration::from_secs(1), "took {took:?}");
+}
+
+#[test]
+fn stdout_carries_protocol_messages_only() {
+    // RUST_LOG=debug makes the server log every notification: to stderr.
+    let tmp = tempfile::tempdir().unwrap();
+    let db = fixture_db(tmp.path());
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .arg("--db")
+        .arg(&db)
+        .env("RUST_LOG", "trace")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let input = [
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"resources/list"}"#,
+        "garbage",
+    ];
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(format!("{}\n", input.join("\n")).as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success());
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.len(), 3, "{stdout}");
+    for line in lines {
+        let value: serde_json::Value = serde_json::from_str(line).unwrap();
+        assert_eq!(value["jsonrpc"], "2.0");
+    }
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("notifications/initialized"),
+        "the debug log goes to stderr"
+    );
+}
