@@ -140,11 +140,11 @@ fn check_golden(name: &str) {
         } else {
             expected.len()
         };
-        for i in 0..count {
+        for n in 0..count {
             let got = mask(&server.recv());
             actual.push_str(&format!("S->C {got}\n"));
-            if !update {
-                assert_eq!(got, expected[i], "{name}: after {request}");
+            if let Some(expected) = expected.get(n).filter(|_| !update) {
+                assert_eq!(&got, expected, "{name}: after {request}");
             }
         }
     }
