@@ -2,3 +2,4 @@
 
 mod serve;
 mod support;
+mod tidy;

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The project's one test command (CI runs it through .ci/run on a fresh machine):
+# builds orchestra, runs every Rust test, then the interop tests against the official
+# MCP clients (Python `mcp`, TypeScript `@modelcontextprotocol/sdk` and `/client`).
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT="$(pwd)"
+INTEROP="$ROOT/tests/interop"
+
+echo "==> cargo build --release --locked"
+cargo build --release --locked
+
+echo "==> cargo test --locked"
+cargo test --locked
+
+echo "==> interop: Python client (mcp)"
+if [ ! -x "$INTEROP/.venv/bin/python" ]; then
+  python3 -m venv "$INTEROP/.venv"
+fi
+"$INTEROP/.venv/bin/python" -m pip install --quiet --disable-pip-version-check -r "$INTEROP/requirements.txt" -c "$INTEROP/constraints.txt"
+
+echo "==> interop: TypeScript clients (npm ci)"
+(cd "$INTEROP" && npm ci --silent --no-audit --no-fund)
+
+export ORCHESTRA_BIN="$ROOT/target/release/orchestra"
+
+echo "==> interop: pytest"
+"$INTEROP/.venv/bin/python" -m pytest -q -p no:cacheprovider "$INTEROP"
+
+echo "==> interop: node --test"
+node --test "$INTEROP/"
