@@ -1,4 +1,4 @@
-//! Document keys: the `(prefix, id)` pair that names every document, and the fixed set of prefixes.
+//! Document keys: the `(prefix, id)` pair that names every document, the fixed set of prefixes, and the kinds of change.
 
 use std::fmt;
 
@@ -53,6 +53,15 @@ impl fmt::Display for DocKey {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "{}/{}", self.prefix, self.id)
     }
+}
+
+/// What happened to a document in one import.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ChangeKind {
+    New,
+    Updated,
+    Removed,
 }
 
 /// The longest id accepted anywhere (import, URI, cursor), in bytes.

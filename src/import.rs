@@ -16,6 +16,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use walkdir::WalkDir;
 
+pub use crate::doc::ChangeKind;
 use crate::doc::{DocKey, Prefix, is_valid_id};
 use crate::frontmatter;
 use crate::store::{FileStat, ImportTx, NewDocument, Store};
@@ -38,14 +39,6 @@ pub struct Options {
     pub max_file_size: u64,
     /// Draw a progress bar on stderr (only when it is a terminal).
     pub progress: bool,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum ChangeKind {
-    New,
-    Updated,
-    Removed,
 }
 
 /// A problem with one file; the import goes on without (or despite) it.
@@ -190,6 +183,7 @@ pub fn run(opts: &Options) -> Result<Report> {
     for key in removed {
         if let Some(tx) = &tx {
             tx.remove(&key)?;
+            tx.record(ChangeKind::Removed, &key)?;
         }
         report.record(ChangeKind::Removed, key);
     }
@@ -469,15 +463,16 @@ fn apply(
             }
             match outcome {
                 Outcome::Put(doc, warning) => {
-                    if let Some(tx) = tx {
-                        tx.put(&doc)?;
-                    }
-                    report.warnings.extend(warning);
                     let kind = if old.is_some() {
                         ChangeKind::Updated
                     } else {
                         ChangeKind::New
                     };
+                    if let Some(tx) = tx {
+                        tx.put(&doc)?;
+                        tx.record(kind, &doc.key)?;
+                    }
+                    report.warnings.extend(warning);
                     report.record(kind, doc.key);
                 }
                 Outcome::Touch(key, mtime_ns) => {

@@ -8,6 +8,7 @@
 //! - [`store`]: the SQLite database; the only module that speaks SQL.
 //! - [`import`]: files on disk → store, incrementally.
 //! - [`mcp`]: the MCP server; the only module that knows JSON-RPC and the SDK.
+//! - [`watch`]: `serve --watch`, re-imports when the project folder changes.
 //!
 //! ARCHITECTURE.md at the repository root has the code map and invariants.
 
@@ -18,3 +19,4 @@ pub mod import;
 pub mod mcp;
 pub mod store;
 pub mod uri;
+pub mod watch;

@@ -9,6 +9,7 @@ use clap::{Args, Parser, Subcommand};
 use orchestra::import::{self, ChangeKind};
 use orchestra::mcp;
 use orchestra::store::Store;
+use orchestra::watch;
 
 /// Serve a project's Markdown knowledge (features, notes, docs) as MCP resources.
 #[derive(Parser)]
@@ -65,6 +66,10 @@ struct ImportArgs {
 struct ServeArgs {
     #[command(flatten)]
     db: DbArg,
+    /// Watch this project folder and import it whenever its documents change
+    /// (an import runs first, so the database need not exist yet).
+    #[arg(long, value_name = "DIR")]
+    watch: Option<PathBuf>,
     /// Resources per `resources/list` page.
     #[arg(long, value_name = "N", default_value_t = mcp::DEFAULT_PAGE_SIZE,
           value_parser = clap::value_parser!(u32).range(1..=mcp::MAX_PAGE_SIZE as i64))]
@@ -134,6 +139,15 @@ fn run_import(args: ImportArgs) -> Result<()> {
 
 fn run_serve(args: ServeArgs) -> Result<()> {
     let path = args.db.path();
+    if let Some(dir) = &args.watch {
+        let opts = watch::import_options(dir.clone(), path.clone());
+        let report = import::run(&opts)?;
+        for warning in &report.warnings {
+            tracing::warn!("import: {warning}");
+        }
+        tracing::info!("{}", report.summary(dir));
+        watch::spawn(opts)?;
+    }
     let store = Store::open_existing(&path)?;
     let config = mcp::Config {
         page_size: args.page_size as usize,

@@ -27,10 +27,17 @@ use r2d2::{Pool, PooledConnection};
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
-use crate::doc::{DocKey, Prefix};
+use crate::doc::{ChangeKind, DocKey, Prefix};
 
 /// The schema, one migration per entry, in order. Append only.
-const MIGRATIONS: &[&str] = &[include_str!("../migrations/0001_documents.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("../migrations/0001_documents.sql"),
+    include_str!("../migrations/0002_changes.sql"),
+];
+
+/// Imports whose changes the feed keeps. A server further behind than this
+/// (asleep for a thousand imports) is told that everything may have changed.
+const FEED_IMPORTS: i64 = 1000;
 
 const PAGE_SIZE: u32 = 16 * 1024;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -428,6 +435,127 @@ impl Reader {
     }
 }
 
+fn kind_code(kind: ChangeKind) -> i64 {
+    match kind {
+        ChangeKind::New => 1,
+        ChangeKind::Updated => 2,
+        ChangeKind::Removed => 3,
+    }
+}
+
+fn kind_from_code(code: i64) -> rusqlite::Result<ChangeKind> {
+    match code {
+        1 => Ok(ChangeKind::New),
+        2 => Ok(ChangeKind::Updated),
+        3 => Ok(ChangeKind::Removed),
+        other => Err(rusqlite::Error::IntegralValueOutOfRange(0, other)),
+    }
+}
+
+/// What changed in the store after some sequence number.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct ChangeBatch {
+    /// The last sequence number the batch covers.
+    pub seq: i64,
+    /// Every change after the sequence asked for, oldest first; the same key
+    /// may appear more than once.
+    pub changes: Vec<(ChangeKind, DocKey)>,
+    /// The feed no longer reaches back that far: anything may have changed.
+    pub truncated: bool,
+}
+
+/// Notices commits made by any connection, and reads the change feed after
+/// the last sequence seen. One per server process, on its own connection:
+/// `PRAGMA data_version` changes only for commits by *other* connections.
+pub struct ChangeWatcher {
+    conn: Connection,
+    data_version: i64,
+    seq: i64,
+}
+
+impl ChangeWatcher {
+    /// Starts watching from the store's current state.
+    pub fn new(store: &Store) -> Result<ChangeWatcher> {
+        let conn = Connection::open_with_flags(
+            &store.path,
+            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+        )
+        .with_context(|| format!("cannot open the database {}", store.path.display()))?;
+        configure(&conn)?;
+        let data_version = conn.pragma_query_value(None, "data_version", |r| r.get(0))?;
+        let seq = current_seq(&conn)?;
+        Ok(ChangeWatcher {
+            conn,
+            data_version,
+            seq,
+        })
+    }
+
+    /// The changes committed since the last call, or `None` when nothing was
+    /// committed. Costs one pragma when idle, and reads only the new feed
+    /// rows otherwise, whatever the size of the database.
+    pub fn poll(&mut self) -> Result<Option<ChangeBatch>> {
+        let data_version: i64 = self
+            .conn
+            .pragma_query_value(None, "data_version", |r| r.get(0))?;
+        if data_version == self.data_version {
+            return Ok(None);
+        }
+        self.data_version = data_version;
+        // One read transaction: the sequence and the rows agree.
+        self.conn.execute_batch("BEGIN")?;
+        let batch = self.read_after(self.seq);
+        let _ = self.conn.execute_batch("COMMIT");
+        let batch = batch?;
+        if batch.seq == self.seq {
+            return Ok(None);
+        }
+        self.seq = batch.seq;
+        Ok(Some(batch))
+    }
+
+    fn read_after(&self, after: i64) -> Result<ChangeBatch> {
+        let seq = current_seq(&self.conn)?;
+        if seq <= after {
+            return Ok(ChangeBatch {
+                seq: after.max(seq),
+                ..ChangeBatch::default()
+            });
+        }
+        let oldest: Option<i64> = self
+            .conn
+            .prepare_cached("SELECT min(seq) FROM changes")?
+            .query_row([], |r| r.get(0))?;
+        // Every import after `after` consumed one number; the feed holds
+        // them all only if its oldest row is no later than the first.
+        let truncated = oldest.is_none_or(|oldest| oldest > after + 1);
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT kind, prefix, id FROM changes WHERE seq > ?1 AND seq <= ?2 ORDER BY seq, rowid",
+        )?;
+        let changes = stmt
+            .query_map([after, seq], |r| {
+                Ok((
+                    kind_from_code(r.get(0)?)?,
+                    key_from_row(r.get_ref(1)?.as_str()?, r.get(2)?)?,
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(ChangeBatch {
+            seq,
+            changes,
+            truncated,
+        })
+    }
+}
+
+fn current_seq(conn: &Connection) -> Result<i64> {
+    let seq: Option<i64> = conn
+        .prepare_cached("SELECT seq FROM project")?
+        .query_row([], |r| r.get(0))
+        .optional()?;
+    Ok(seq.unwrap_or(0))
+}
+
 /// The smallest string greater than every string that begins with `s`, or
 /// `None` when there is none (`s` empty or made only of `char::MAX`).
 fn successor(s: &str) -> Option<String> {
@@ -505,12 +633,29 @@ impl ImportTx {
         Ok(())
     }
 
-    /// Commits the import; `changed` says whether it consumed its sequence number.
+    /// Records a change in the feed, under this import's sequence number.
+    pub fn record(&self, kind: ChangeKind, key: &DocKey) -> Result<()> {
+        self.conn
+            .prepare_cached("INSERT INTO changes (seq, prefix, id, kind) VALUES (?1, ?2, ?3, ?4)")?
+            .execute(params![
+                self.seq,
+                key.prefix.as_str(),
+                key.id,
+                kind_code(kind)
+            ])?;
+        Ok(())
+    }
+
+    /// Commits the import; `changed` says whether it consumed its sequence
+    /// number (and so whether the feed has rows under it).
     pub fn commit(mut self, changed: bool) -> Result<()> {
         if changed {
             self.conn
                 .prepare_cached("UPDATE project SET seq = ?1")?
                 .execute([self.seq])?;
+            self.conn
+                .prepare_cached("DELETE FROM changes WHERE seq <= ?1")?
+                .execute([self.seq - FEED_IMPORTS])?;
         }
         self.conn
             .execute_batch("COMMIT")
@@ -694,5 +839,65 @@ mod tests {
         assert!(tx.stats().unwrap().is_empty());
         tx.commit(true).unwrap();
         assert_eq!(store.reader().unwrap().count().unwrap(), 0);
+    }
+
+    #[test]
+    fn the_watcher_reads_only_new_changes() {
+        let (_dir, path) = temp_db();
+        let store = Store::open_or_create(&path).unwrap();
+        let mut watcher = ChangeWatcher::new(&store).unwrap();
+        assert_eq!(watcher.poll().unwrap(), None);
+
+        let tx = store.begin_import("/p", false).unwrap();
+        let a = doc(Prefix::Notes, "a", "1");
+        tx.put(&a).unwrap();
+        tx.record(ChangeKind::New, &a.key).unwrap();
+        tx.commit(true).unwrap();
+        let batch = watcher.poll().unwrap().unwrap();
+        assert_eq!(batch.changes, [(ChangeKind::New, a.key.clone())]);
+        assert!(!batch.truncated);
+        assert_eq!(watcher.poll().unwrap(), None, "nothing new");
+
+        // An import that changed nothing commits no sequence number.
+        store
+            .begin_import("/p", false)
+            .unwrap()
+            .commit(false)
+            .unwrap();
+        assert_eq!(watcher.poll().unwrap(), None);
+
+        for body in ["2", "3"] {
+            let tx = store.begin_import("/p", false).unwrap();
+            tx.put(&doc(Prefix::Notes, "a", body)).unwrap();
+            tx.record(ChangeKind::Updated, &a.key).unwrap();
+            tx.commit(true).unwrap();
+        }
+        let batch = watcher.poll().unwrap().unwrap();
+        assert_eq!(batch.seq, 3);
+        assert_eq!(batch.changes.len(), 2, "both imports since the last poll");
+    }
+
+    #[test]
+    fn a_trimmed_feed_says_so() {
+        let (_dir, path) = temp_db();
+        let store = Store::open_or_create(&path).unwrap();
+        let mut watcher = ChangeWatcher::new(&store).unwrap();
+        for i in 0..FEED_IMPORTS + 2 {
+            let tx = store.begin_import("/p", false).unwrap();
+            let d = doc(Prefix::Notes, "a", &i.to_string());
+            tx.put(&d).unwrap();
+            tx.record(ChangeKind::Updated, &d.key).unwrap();
+            tx.commit(true).unwrap();
+        }
+        let oldest: i64 = store
+            .reader()
+            .unwrap()
+            .conn
+            .query_row("SELECT min(seq) FROM changes", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(oldest, 3, "the feed keeps the last {FEED_IMPORTS} imports");
+        let batch = watcher.poll().unwrap().unwrap();
+        assert!(batch.truncated);
+        assert_eq!(batch.seq, FEED_IMPORTS + 2);
     }
 }

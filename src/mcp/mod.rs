@@ -9,6 +9,7 @@ mod error;
 mod framing;
 mod handlers;
 mod session;
+mod subscriptions;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -20,14 +21,15 @@ use rmcp::model::{
 };
 use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::{Mutex, Semaphore, broadcast, mpsc};
 use tokio::task::JoinSet;
 
-use crate::store::Store;
+use crate::store::{ChangeBatch, ChangeWatcher, Store};
 pub use error::RpcError;
 pub use framing::MAX_LINE;
 use handlers::Freshness;
 pub use session::{Era, HANDSHAKE_VERSIONS, STATELESS_VERSION};
+use subscriptions::Subscriptions;
 
 /// Resources per `resources/list` page unless `--page-size` says otherwise:
 /// about 150 KB of JSON, and a 100k-document listing in 200 round trips.
@@ -129,24 +131,68 @@ fn server_info() -> Implementation {
     info
 }
 
-/// Only what works: resources (list, read, templates) and completions.
+/// Only what works: resources (list, read, templates, subscriptions, list
+/// changes) and completions.
 fn capabilities() -> ServerCapabilities {
     let mut capabilities = ServerCapabilities::default();
-    capabilities.resources = Some(ResourcesCapability::default());
+    let mut resources = ResourcesCapability::default();
+    resources.subscribe = Some(true);
+    resources.list_changed = Some(true);
+    capabilities.resources = Some(resources);
     capabilities.completions = Some(Default::default());
     capabilities
 }
 
+/// How often the server asks SQLite whether another process committed.
+const POLL_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
+
 /// Serves MCP on stdin/stdout until stdin closes or SIGTERM / Ctrl-C arrives.
 pub async fn serve_stdio(store: Store, config: Config) -> Result<()> {
+    let changes = watch_changes(&store)?;
     serve(
         store,
         config,
         tokio::io::stdin(),
         tokio::io::stdout(),
+        changes,
         shutdown_signal(),
     )
     .await
+}
+
+/// Starts the thread that notices commits (by any process) and publishes
+/// what they changed to every session of this process.
+pub fn watch_changes(store: &Store) -> Result<broadcast::Receiver<Arc<ChangeBatch>>> {
+    let mut watcher = ChangeWatcher::new(store)?;
+    let (publish, receiver) = broadcast::channel(64);
+    std::thread::Builder::new()
+        .name("orchestra-changes".into())
+        .spawn(move || {
+            let mut failing = false;
+            while publish.receiver_count() > 0 {
+                std::thread::sleep(POLL_INTERVAL);
+                match watcher.poll() {
+                    Ok(Some(batch)) => {
+                        failing = false;
+                        tracing::debug!(
+                            seq = batch.seq,
+                            changes = batch.changes.len(),
+                            "commit seen"
+                        );
+                        let _ = publish.send(Arc::new(batch));
+                    }
+                    Ok(None) => failing = false,
+                    Err(e) => {
+                        // Log once per failure streak, keep serving.
+                        if !failing {
+                            tracing::warn!("cannot read the change feed: {e:#}");
+                        }
+                        failing = true;
+                    }
+                }
+            }
+        })?;
+    Ok(receiver)
 }
 
 async fn shutdown_signal() {
@@ -178,6 +224,7 @@ pub async fn serve<R, W>(
     config: Config,
     input: R,
     output: W,
+    changes: broadcast::Receiver<Arc<ChangeBatch>>,
     shutdown: impl Future<Output = ()>,
 ) -> Result<()>
 where
@@ -187,6 +234,8 @@ where
     let ctx = Arc::new(Context::new(store, &config));
     let (out, out_rx) = mpsc::channel::<String>(OUTPUT_QUEUE);
     let writer = tokio::spawn(write_lines(output, out_rx));
+    let subs = Arc::new(Mutex::new(Subscriptions::default()));
+    let notifier = tokio::spawn(notify(changes, subs.clone(), out.clone()));
     let mut input = BufReader::with_capacity(64 * 1024, input);
     let mut session = session::Session::default();
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
@@ -221,7 +270,7 @@ where
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let Some(request) = admit(&line, &mut session, &ctx, &out).await else {
+        let Some(request) = admit(&line, &mut session, &ctx, &subs, &out).await else {
             continue;
         };
         let permit = in_flight
@@ -264,6 +313,8 @@ where
     {
         tracing::warn!("requests still running at shutdown were dropped");
     }
+    notifier.abort();
+    let _ = notifier.await;
     drop(out);
     match writer.await {
         Ok(result) => result,
@@ -284,6 +335,7 @@ async fn admit(
     line: &[u8],
     session: &mut session::Session,
     ctx: &Context,
+    subs: &Mutex<Subscriptions>,
     out: &mpsc::Sender<String>,
 ) -> Option<Request> {
     let message: Value = match serde_json::from_slice(line) {
@@ -371,23 +423,77 @@ async fn admit(
     }
     let Some(id) = id else {
         tracing::debug!("notification {method}");
+        if method == "notifications/cancelled"
+            && let Some(request) = params.as_ref().and_then(|p| p.get("requestId"))
+        {
+            subs.lock().await.cancel(request);
+        }
         return None;
     };
-    match session.admit(&method, params.as_ref()) {
+    let era = match session.admit(&method, params.as_ref()) {
         Err(error) => {
             send(out, error_line(&id, &error)).await;
-            None
+            return None;
         }
         Ok(session::Admitted::Initialize { version }) => {
+            subs.lock().await.start_handshake();
             send(out, result_line(&id, &ctx.initialize_json(version))).await;
-            None
+            return None;
         }
-        Ok(session::Admitted::Request(era)) => Some(Request {
-            id,
-            era,
-            method,
-            params,
-        }),
+        Ok(session::Admitted::Request(era)) => era,
+    };
+    // Subscriptions change session state: handled here, in arrival order.
+    let subscribed = match (era, method.as_str()) {
+        (Era::Handshake, "resources/subscribe") => subs.lock().await.subscribe(params.as_ref()),
+        (Era::Handshake, "resources/unsubscribe") => subs.lock().await.unsubscribe(params.as_ref()),
+        (Era::Stateless, "subscriptions/listen") => {
+            // The acknowledgement goes out under the lock, so no
+            // notification of this listen can overtake it. The request
+            // itself stays open until the client cancels it.
+            let mut subs = subs.lock().await;
+            match subs.listen(&id, params.as_ref()) {
+                Ok(ack) => send(out, ack).await,
+                Err(error) => send(out, error_line(&id, &error)).await,
+            }
+            return None;
+        }
+        _ => {
+            return Some(Request {
+                id,
+                era,
+                method,
+                params,
+            });
+        }
+    };
+    let line = match subscribed {
+        Ok(()) => result_line(&id, "{}"),
+        Err(error) => error_line(&id, &error),
+    };
+    send(out, line).await;
+    None
+}
+
+/// Turns each published batch of changes into this session's notifications.
+async fn notify(
+    mut changes: broadcast::Receiver<Arc<ChangeBatch>>,
+    subs: Arc<Mutex<Subscriptions>>,
+    out: mpsc::Sender<String>,
+) {
+    loop {
+        let batch = match changes.recv().await {
+            Ok(batch) => batch,
+            // Too far behind to know what changed: say that anything may have.
+            Err(broadcast::error::RecvError::Lagged(_)) => Arc::new(ChangeBatch {
+                truncated: true,
+                ..ChangeBatch::default()
+            }),
+            Err(broadcast::error::RecvError::Closed) => return,
+        };
+        let subs = subs.lock().await;
+        for line in subs.notifications(&batch) {
+            send(&out, line).await;
+        }
     }
 }
 

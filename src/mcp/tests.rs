@@ -49,11 +49,13 @@ fn fixture() -> (tempfile::TempDir, Store) {
 async fn exchange(store: Store, page_size: usize, input: &str) -> Vec<Value> {
     let (client, server) = tokio::io::duplex(1 << 20);
     let (server_read, server_write) = tokio::io::split(server);
+    let (_publish, changes) = broadcast::channel(4);
     let serve = tokio::spawn(super::serve(
         store,
         Config { page_size },
         server_read,
         server_write,
+        changes,
         std::future::pending(),
     ));
     let (client_read, mut client_write) = tokio::io::split(client);
@@ -162,7 +164,7 @@ async fn handshake_era_matches_the_reference() {
     );
     assert_eq!(
         init["result"]["capabilities"],
-        json!({"completions": {}, "resources": {}})
+        json!({"completions": {}, "resources": {"subscribe": true, "listChanged": true}})
     );
     assert_eq!(
         by_id(1),
@@ -244,7 +246,10 @@ async fn stateless_era_decorates_every_result() {
     assert_eq!(discover["cacheScope"], "private");
     assert!(discover["ttlMs"].is_u64());
     assert_eq!(discover["_meta"], server_info);
-    assert_eq!(discover["capabilities"]["resources"], json!({}));
+    assert_eq!(
+        discover["capabilities"]["resources"],
+        json!({"subscribe": true, "listChanged": true})
+    );
 
     for id in [2, 3, 5] {
         let result = by_id(id)["result"].clone();
@@ -449,4 +454,168 @@ async fn an_oversized_line_is_refused_and_the_session_goes_on() {
     assert_eq!(out[0]["id"], Value::Null);
     assert_eq!(out[0]["error"]["code"], -32600);
     assert_eq!(out[1]["result"], json!({}));
+}
+
+/// A live session: lines go in one at a time, and batches of changes can be
+/// published to it as if another process had committed an import.
+struct Live {
+    write: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    read: tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+    publish: broadcast::Sender<Arc<ChangeBatch>>,
+    _dir: tempfile::TempDir,
+}
+
+impl Live {
+    fn start() -> Live {
+        let (dir, store) = fixture();
+        let (client, server) = tokio::io::duplex(1 << 20);
+        let (server_read, server_write) = tokio::io::split(server);
+        let (publish, changes) = broadcast::channel(4);
+        tokio::spawn(super::serve(
+            store,
+            Config { page_size: 10 },
+            server_read,
+            server_write,
+            changes,
+            std::future::pending(),
+        ));
+        let (read, write) = tokio::io::split(client);
+        Live {
+            write,
+            read: BufReader::new(read).lines(),
+            publish,
+            _dir: dir,
+        }
+    }
+
+    async fn send(&mut self, line: &str) {
+        self.write
+            .write_all(format!("{line}\n").as_bytes())
+            .await
+            .unwrap();
+    }
+
+    async fn recv(&mut self) -> Value {
+        let line = tokio::time::timeout(std::time::Duration::from_secs(5), self.read.next_line())
+            .await
+            .expect("no line within 5 s")
+            .unwrap()
+            .unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+
+    fn commit(&self, changes: &[(crate::doc::ChangeKind, Prefix, &str)]) {
+        let batch = ChangeBatch {
+            seq: 1,
+            changes: changes
+                .iter()
+                .map(|(kind, prefix, id)| (*kind, DocKey::new(*prefix, *id)))
+                .collect(),
+            truncated: false,
+        };
+        self.publish.send(Arc::new(batch)).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn handshake_subscriptions_receive_updates() {
+    use crate::doc::ChangeKind::*;
+    let mut live = Live::start();
+    live.send(INIT).await;
+    assert_eq!(live.recv().await["id"], 0);
+    live.send(r#"{"jsonrpc":"2.0","id":1,"method":"resources/subscribe","params":{"uri":"orchestra://features/FEAT-001"}}"#).await;
+    assert_eq!(
+        live.recv().await,
+        json!({"jsonrpc": "2.0", "id": 1, "result": {}})
+    );
+    live.send(r#"{"jsonrpc":"2.0","id":2,"method":"resources/subscribe","params":{"uri":"nope"}}"#)
+        .await;
+    assert_eq!(live.recv().await["error"]["code"], -32602);
+    live.commit(&[
+        (Updated, Prefix::Features, "FEAT-002"),
+        (Updated, Prefix::Features, "FEAT-001"),
+    ]);
+    assert_eq!(
+        live.recv().await,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+               "params": {"uri": "orchestra://features/FEAT-001"}})
+    );
+    live.commit(&[(New, Prefix::Notes, "x")]);
+    assert_eq!(
+        live.recv().await,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"})
+    );
+    live.send(r#"{"jsonrpc":"2.0","id":3,"method":"resources/unsubscribe","params":{"uri":"orchestra://features/FEAT-001"}}"#).await;
+    assert_eq!(live.recv().await["id"], 3);
+    live.commit(&[(Updated, Prefix::Features, "FEAT-001")]);
+    live.send(r#"{"jsonrpc":"2.0","id":4,"method":"ping"}"#)
+        .await;
+    assert_eq!(
+        live.recv().await["id"],
+        4,
+        "no notification after unsubscribe"
+    );
+    live.send(
+        r#"{"jsonrpc":"2.0","id":5,"method":"subscriptions/listen","params":{"notifications":{}}}"#,
+    )
+    .await;
+    assert_eq!(live.recv().await["error"]["code"], -32601);
+}
+
+#[tokio::test]
+async fn stateless_listens_are_tagged_and_cancellable() {
+    use crate::doc::ChangeKind::*;
+    let mut live = Live::start();
+    let listen = |id: &str, notifications: &str| {
+        format!(
+            r#"{{"jsonrpc":"2.0","id":{id},"method":"subscriptions/listen","params":{{"notifications":{notifications},{ENVELOPE}}}}}"#
+        )
+    };
+    live.send(&listen(
+        r#""l1""#,
+        r#"{"resourceSubscriptions":["orchestra://features/FEAT-001"]}"#,
+    ))
+    .await;
+    assert_eq!(
+        live.recv().await,
+        json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+               "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": "l1"},
+                          "notifications": {"resourceSubscriptions": ["orchestra://features/FEAT-001"]}}})
+    );
+    live.send(&listen("2", r#"{"resourcesListChanged":true}"#))
+        .await;
+    assert_eq!(
+        live.recv().await["params"]["notifications"],
+        json!({"resourcesListChanged": true})
+    );
+    live.commit(&[
+        (Updated, Prefix::Features, "FEAT-001"),
+        (Removed, Prefix::Notes, "y"),
+    ]);
+    assert_eq!(
+        live.recv().await,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+               "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": "l1"},
+                          "uri": "orchestra://features/FEAT-001"}})
+    );
+    assert_eq!(
+        live.recv().await,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed",
+               "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 2}}})
+    );
+    live.send(
+        r#"{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":"l1"}}"#,
+    )
+    .await;
+    live.commit(&[
+        (Updated, Prefix::Features, "FEAT-001"),
+        (New, Prefix::Notes, "z"),
+    ]);
+    assert_eq!(
+        live.recv().await["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        2,
+        "the cancelled listen is silent, the other goes on"
+    );
+    live.send(&format!(r#"{{"jsonrpc":"2.0","id":9,"method":"resources/subscribe","params":{{"uri":"orchestra://features/FEAT-001",{ENVELOPE}}}}}"#)).await;
+    assert_eq!(live.recv().await["error"]["code"], -32601);
 }

@@ -1,0 +1,382 @@
+//! Subscriptions of one session, in both eras, and the notifications a batch of changes becomes for them.
+//!
+//! Handshake era: `resources/subscribe` / `unsubscribe`, and `list_changed`
+//! for every initialized session. 2026-07-28: each `subscriptions/listen`
+//! request is a stream of its own, tagged with its request id, carrying only
+//! what it asked for, until `notifications/cancelled` ends it.
+//!
+//! Notifications are coalesced per batch (one commit, or several when the
+//! server fell behind): one `updated` per subscribed URI, one `list_changed`.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Value, json};
+
+use super::error::RpcError;
+use crate::doc::{ChangeKind, DocKey};
+use crate::store::ChangeBatch;
+use crate::uri;
+
+/// Subscribed URIs per session, over all listens: bounds memory whatever a
+/// client asks for.
+pub const MAX_SUBSCRIPTIONS: usize = 100_000;
+
+const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+
+/// URIs by key, as the client spelled them: notifications use the client's
+/// spelling so it can match them to what it asked for.
+type Uris = HashMap<DocKey, String>;
+
+struct Listen {
+    id: Value,
+    uris: Uris,
+    list_changed: bool,
+}
+
+#[derive(Default)]
+pub struct Subscriptions {
+    /// Handshake era: the session is initialized, so list changes go to it.
+    handshake: bool,
+    resources: Uris,
+    listens: Vec<Listen>,
+}
+
+impl Subscriptions {
+    fn count(&self) -> usize {
+        self.resources.len() + self.listens.iter().map(|l| l.uris.len()).sum::<usize>()
+    }
+
+    /// The session completed `initialize`: list changes go to it from now on.
+    pub fn start_handshake(&mut self) {
+        self.handshake = true;
+    }
+
+    /// `resources/subscribe`. A document that does not exist yet may be
+    /// subscribed to: its creation is an update.
+    pub fn subscribe(&mut self, params: Option<&Value>) -> Result<(), RpcError> {
+        let uri_text = uri_param(params)?;
+        let key = uri::parse(uri_text)?;
+        if !self.resources.contains_key(&key) && self.count() >= MAX_SUBSCRIPTIONS {
+            return Err(too_many());
+        }
+        self.resources.insert(key, uri_text.to_string());
+        Ok(())
+    }
+
+    /// `resources/unsubscribe`; unsubscribing what was not subscribed is not an error.
+    pub fn unsubscribe(&mut self, params: Option<&Value>) -> Result<(), RpcError> {
+        let key = uri::parse(uri_param(params)?)?;
+        self.resources.remove(&key);
+        Ok(())
+    }
+
+    /// `subscriptions/listen`: registers the stream and returns its
+    /// acknowledgement, which must reach the client before any of its
+    /// notifications. URIs that cannot name a document are not honoured
+    /// and left out of the acknowledgement.
+    pub fn listen(&mut self, id: &Value, params: Option<&Value>) -> Result<String, RpcError> {
+        let asked = params.and_then(|p| p.get("notifications")).ok_or_else(|| {
+            RpcError::invalid_params("subscriptions/listen needs params.notifications")
+        })?;
+        if !asked.is_object() {
+            return Err(RpcError::invalid_params(
+                "params.notifications must be an object",
+            ));
+        }
+        let list_changed = match asked.get("resourcesListChanged") {
+            None | Some(Value::Null) => false,
+            Some(Value::Bool(b)) => *b,
+            Some(_) => {
+                return Err(RpcError::invalid_params(
+                    "resourcesListChanged must be a boolean",
+                ));
+            }
+        };
+        let mut uris = Uris::new();
+        match asked.get("resourceSubscriptions") {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(items)) => {
+                for item in items {
+                    let Some(text) = item.as_str() else {
+                        return Err(RpcError::invalid_params(
+                            "resourceSubscriptions must hold URI strings",
+                        ));
+                    };
+                    if let Ok(key) = uri::parse(text) {
+                        uris.insert(key, text.to_string());
+                    }
+                }
+            }
+            Some(_) => {
+                return Err(RpcError::invalid_params(
+                    "resourceSubscriptions must be an array",
+                ));
+            }
+        }
+        if self.count() + uris.len() > MAX_SUBSCRIPTIONS {
+            return Err(too_many());
+        }
+        if self.listens.iter().any(|l| &l.id == id) {
+            return Err(RpcError::invalid_request(
+                "a listen with this id is already open",
+            ));
+        }
+        let mut honoured = serde_json::Map::new();
+        if asked
+            .get("resourceSubscriptions")
+            .is_some_and(Value::is_array)
+        {
+            let mut listed: Vec<&String> = uris.values().collect();
+            listed.sort();
+            honoured.insert("resourceSubscriptions".into(), json!(listed));
+        }
+        if list_changed {
+            honoured.insert("resourcesListChanged".into(), Value::Bool(true));
+        }
+        let ack = notification(
+            "notifications/subscriptions/acknowledged",
+            json!({ "_meta": { SUBSCRIPTION_ID: id }, "notifications": honoured }),
+        );
+        self.listens.push(Listen {
+            id: id.clone(),
+            uris,
+            list_changed,
+        });
+        Ok(ack)
+    }
+
+    /// `notifications/cancelled` for a listen ends it. Returns whether it was one.
+    pub fn cancel(&mut self, request_id: &Value) -> bool {
+        let before = self.listens.len();
+        self.listens.retain(|l| &l.id != request_id);
+        self.listens.len() != before
+    }
+
+    /// The notification lines `batch` makes for this session, coalesced.
+    pub fn notifications(&self, batch: &ChangeBatch) -> Vec<String> {
+        let mut changed: HashSet<&DocKey> = HashSet::with_capacity(batch.changes.len());
+        let mut list_changed = batch.truncated;
+        for (kind, key) in &batch.changes {
+            changed.insert(key);
+            list_changed |= *kind != ChangeKind::Updated;
+        }
+        let mut lines = Vec::new();
+        if self.handshake {
+            updated(&self.resources, &changed, batch.truncated, None, &mut lines);
+            if list_changed {
+                lines.push(notification(
+                    "notifications/resources/list_changed",
+                    Value::Null,
+                ));
+            }
+        }
+        for listen in &self.listens {
+            updated(
+                &listen.uris,
+                &changed,
+                batch.truncated,
+                Some(&listen.id),
+                &mut lines,
+            );
+            if list_changed && listen.list_changed {
+                lines.push(notification(
+                    "notifications/resources/list_changed",
+                    json!({ "_meta": { SUBSCRIPTION_ID: listen.id } }),
+                ));
+            }
+        }
+        lines
+    }
+}
+
+/// One `updated` line per subscribed URI that changed (all of them when the
+/// batch is truncated), walking whichever set is smaller.
+fn updated(
+    subscribed: &Uris,
+    changed: &HashSet<&DocKey>,
+    everything: bool,
+    listen: Option<&Value>,
+    lines: &mut Vec<String>,
+) {
+    let mut hits: Vec<&String> = if everything {
+        subscribed.values().collect()
+    } else if subscribed.len() <= changed.len() {
+        subscribed
+            .iter()
+            .filter(|(key, _)| changed.contains(key))
+            .map(|(_, uri)| uri)
+            .collect()
+    } else {
+        changed
+            .iter()
+            .filter_map(|key| subscribed.get(*key))
+            .collect()
+    };
+    hits.sort();
+    for uri in hits {
+        let params = match listen {
+            Some(id) => json!({ "_meta": { SUBSCRIPTION_ID: id }, "uri": uri }),
+            None => json!({ "uri": uri }),
+        };
+        lines.push(notification("notifications/resources/updated", params));
+    }
+}
+
+fn notification(method: &str, params: Value) -> String {
+    let message = if params.is_null() {
+        json!({ "jsonrpc": "2.0", "method": method })
+    } else {
+        json!({ "jsonrpc": "2.0", "method": method, "params": params })
+    };
+    message.to_string()
+}
+
+fn uri_param(params: Option<&Value>) -> Result<&str, RpcError> {
+    params
+        .and_then(|p| p.get("uri"))
+        .and_then(Value::as_str)
+        .ok_or_else(|| RpcError::invalid_params("invalid params: missing field `uri`"))
+}
+
+fn too_many() -> RpcError {
+    RpcError::invalid_params(format!(
+        "too many subscriptions: at most {MAX_SUBSCRIPTIONS} per session"
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::Prefix;
+
+    fn batch(changes: &[(ChangeKind, &str)], truncated: bool) -> ChangeBatch {
+        ChangeBatch {
+            seq: 1,
+            changes: changes
+                .iter()
+                .map(|(kind, id)| (*kind, DocKey::new(Prefix::Features, *id)))
+                .collect(),
+            truncated,
+        }
+    }
+
+    fn methods_and_uris(lines: &[String]) -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| {
+                let v: Value = serde_json::from_str(l).unwrap();
+                let tag = v["params"]["_meta"][SUBSCRIPTION_ID]
+                    .as_str()
+                    .map(|s| format!(" [{s}]"))
+                    .unwrap_or_default();
+                match v["params"]["uri"].as_str() {
+                    Some(uri) => format!("updated {uri}{tag}"),
+                    None => format!("list_changed{tag}"),
+                }
+            })
+            .collect()
+    }
+
+    #[test]
+    fn handshake_updates_are_coalesced_and_filtered() {
+        let mut subs = Subscriptions::default();
+        subs.start_handshake();
+        for id in ["A", "B"] {
+            subs.subscribe(Some(&json!({"uri": format!("orchestra://features/{id}")})))
+                .unwrap();
+        }
+        let lines = subs.notifications(&batch(
+            &[
+                (ChangeKind::Updated, "A"),
+                (ChangeKind::Updated, "A"),
+                (ChangeKind::Updated, "C"),
+            ],
+            false,
+        ));
+        assert_eq!(methods_and_uris(&lines), ["updated orchestra://features/A"]);
+        let lines = subs.notifications(&batch(
+            &[(ChangeKind::Removed, "B"), (ChangeKind::New, "D")],
+            false,
+        ));
+        assert_eq!(
+            methods_and_uris(&lines),
+            ["updated orchestra://features/B", "list_changed"]
+        );
+        subs.unsubscribe(Some(&json!({"uri": "orchestra://features/A"})))
+            .unwrap();
+        let lines = subs.notifications(&batch(&[], true));
+        assert_eq!(
+            methods_and_uris(&lines),
+            ["updated orchestra://features/B", "list_changed"]
+        );
+    }
+
+    #[test]
+    fn listens_get_only_what_they_asked_for() {
+        let mut subs = Subscriptions::default();
+        let ack = subs
+            .listen(
+                &json!("l1"),
+                Some(&json!({"notifications": {"resourceSubscriptions": [
+                    "orchestra://features/A", "not a uri"]}})),
+            )
+            .unwrap();
+        assert_eq!(
+            serde_json::from_str::<Value>(&ack).unwrap(),
+            json!({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
+                   "params": {"_meta": {SUBSCRIPTION_ID: "l1"},
+                              "notifications": {"resourceSubscriptions": ["orchestra://features/A"]}}})
+        );
+        subs.listen(
+            &json!(7),
+            Some(&json!({"notifications": {"resourcesListChanged": true}})),
+        )
+        .unwrap();
+        let lines = subs.notifications(&batch(
+            &[(ChangeKind::Updated, "A"), (ChangeKind::New, "B")],
+            false,
+        ));
+        assert_eq!(
+            methods_and_uris(&lines),
+            ["updated orchestra://features/A [l1]", "list_changed"]
+        );
+        let v: Value = serde_json::from_str(&lines[1]).unwrap();
+        assert_eq!(v["params"]["_meta"][SUBSCRIPTION_ID], 7);
+        assert!(subs.cancel(&json!("l1")));
+        assert!(!subs.cancel(&json!("l1")));
+        let lines = subs.notifications(&batch(&[(ChangeKind::Updated, "A")], false));
+        assert!(lines.is_empty(), "{lines:?}");
+    }
+
+    #[test]
+    fn subscriptions_are_bounded() {
+        let mut subs = Subscriptions::default();
+        let uris: Vec<String> = (0..MAX_SUBSCRIPTIONS)
+            .map(|i| format!("orchestra://notes/n{i}"))
+            .collect();
+        subs.listen(
+            &json!(1),
+            Some(&json!({"notifications": {"resourceSubscriptions": uris}})),
+        )
+        .unwrap();
+        let err = subs
+            .subscribe(Some(&json!({"uri": "orchestra://notes/one-more"})))
+            .unwrap_err();
+        assert_eq!(err.code(), -32602);
+        // A 100k change against 100k subscriptions: one line each, no more.
+        let changes: Vec<(ChangeKind, DocKey)> = (0..MAX_SUBSCRIPTIONS)
+            .map(|i| {
+                (
+                    ChangeKind::Updated,
+                    DocKey::new(Prefix::Notes, format!("n{i}")),
+                )
+            })
+            .collect();
+        let lines = subs.notifications(&ChangeBatch {
+            seq: 2,
+            changes,
+            truncated: false,
+        });
+        assert_eq!(lines.len(), MAX_SUBSCRIPTIONS);
+    }
+}
