@@ -44,8 +44,15 @@ pub struct Options {
 /// A problem with one file; the import goes on without (or despite) it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Warning {
+    #[serde(serialize_with = "lossy_path")]
     pub path: PathBuf,
     pub reason: String,
+}
+
+/// Paths in `--json` output: a file name that is not UTF-8 is shown with
+/// replacement characters rather than failing the report.
+fn lossy_path<S: serde::Serializer>(path: &Path, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.serialize_str(&path.to_string_lossy())
 }
 
 impl std::fmt::Display for Warning {
@@ -102,7 +109,7 @@ impl Report {
         } else {
             "imported"
         };
-        let warned = if self.skipped > 0 {
+        let warned = if !self.warnings.is_empty() {
             " (warnings above)"
         } else {
             ""
@@ -195,6 +202,8 @@ pub fn run(opts: &Options) -> Result<Report> {
         }
         tx.commit(changed)?;
     }
+    // Reader threads finish in any order; reports list changes by key.
+    report.changes.sort_by(|a, b| a.1.cmp(&b.1));
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
 }
@@ -363,6 +372,10 @@ fn walk(
                     ),
                 );
                 report.skipped += 1;
+                // Like an unreadable file: the stored copy is kept.
+                if existing.contains_key(&key) {
+                    walk.seen.insert(key);
+                }
                 continue;
             }
             let mtime_ns = meta

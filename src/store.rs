@@ -188,6 +188,7 @@ impl Store {
         let mut tx = ImportTx {
             conn,
             seq: 0,
+            replaced: false,
             finished: false,
         };
         let seq = match project(&tx.conn, root, replace, &self.path)? {
@@ -200,8 +201,10 @@ impl Store {
             }
             Project::Same { seq } => seq,
             Project::Replaced { seq } => {
-                tx.conn.execute("DELETE FROM documents", [])?;
+                // The old project's documents stay until the walk decides:
+                // those the new project lacks are removed, and recorded as such.
                 tx.conn.execute("UPDATE project SET root = ?1", [root])?;
+                tx.replaced = true;
                 seq
             }
         };
@@ -217,8 +220,8 @@ impl Store {
             .get()
             .context("no database connection available")?;
         match project(&conn, root, replace, &self.path)? {
-            Project::Replaced { .. } => Ok(HashMap::new()),
-            Project::New | Project::Same { .. } => load_stats(&conn),
+            Project::Replaced { .. } => load_stats(&conn, true),
+            Project::New | Project::Same { .. } => load_stats(&conn, false),
         }
     }
 }
@@ -247,8 +250,10 @@ fn project(conn: &Connection, root: &str, replace: bool, db: &Path) -> Result<Pr
     }
 }
 
-/// Size, mtime and hash of every stored document.
-fn load_stats(conn: &Connection) -> Result<HashMap<DocKey, FileStat>> {
+/// Size, mtime and hash of every stored document. With `stale`, no mtime
+/// matches any file, so import reads and compares every file: after
+/// `--replace`, equal sizes and mtimes say nothing about equal bytes.
+fn load_stats(conn: &Connection, stale: bool) -> Result<HashMap<DocKey, FileStat>> {
     let mut stmt = conn.prepare_cached("SELECT prefix, id, size, mtime_ns, hash FROM documents")?;
     let mut rows = stmt.query([])?;
     let mut stats = HashMap::new();
@@ -259,7 +264,7 @@ fn load_stats(conn: &Connection) -> Result<HashMap<DocKey, FileStat>> {
             key,
             FileStat {
                 size: r.get::<_, i64>(2)? as u64,
-                mtime_ns: r.get(3)?,
+                mtime_ns: if stale { i64::MIN } else { r.get(3)? },
                 hash,
             },
         );
@@ -299,6 +304,9 @@ fn schema_version(conn: &Connection) -> Result<usize> {
 /// transaction, so two processes opening a new database at once cannot both
 /// apply them.
 fn migrate(conn: &mut Connection) -> Result<()> {
+    if schema_version(conn)? == MIGRATIONS.len() {
+        return Ok(());
+    }
     let tx = conn.transaction_with_behavior(rusqlite::TransactionBehavior::Exclusive)?;
     let version = schema_version(&tx)?;
     if version > MIGRATIONS.len() {
@@ -575,6 +583,8 @@ fn successor(s: &str) -> Option<String> {
 pub struct ImportTx {
     conn: PooledConnection<SqliteConnectionManager>,
     seq: i64,
+    /// The database held another project, replaced by this import.
+    replaced: bool,
     finished: bool,
 }
 
@@ -586,7 +596,7 @@ impl ImportTx {
 
     /// Size, mtime and hash of every stored document.
     pub fn stats(&self) -> Result<HashMap<DocKey, FileStat>> {
-        load_stats(&self.conn)
+        load_stats(&self.conn, self.replaced)
     }
 
     /// Inserts a document or replaces the stored one with the same key.
@@ -836,9 +846,15 @@ mod tests {
         let err = store.begin_import("/two", false).err().unwrap();
         assert!(err.to_string().contains("holds the project /one"), "{err}");
         let tx = store.begin_import("/two", true).unwrap();
-        assert!(tx.stats().unwrap().is_empty());
-        tx.commit(true).unwrap();
-        assert_eq!(store.reader().unwrap().count().unwrap(), 0);
+        let stats = tx.stats().unwrap();
+        assert_eq!(stats.len(), 1, "the old documents are there to be compared");
+        assert!(
+            stats.values().all(|s| s.mtime_ns == i64::MIN),
+            "and never taken as unchanged"
+        );
+        tx.commit(false).unwrap();
+        let err = store.begin_import("/one", false).err().unwrap();
+        assert!(err.to_string().contains("holds the project /two"), "{err}");
     }
 
     #[test]

@@ -1,1 +1,510 @@
 //! Test helpers: a temp folder per test, a project builder, and the real binary to run in it.
+//!
+//! Layout of a test's temp folder (`Project::root`): the project lives in
+//! `project/`, the binary runs with the temp folder as its working directory,
+//! so the default database is `.orchestra/orchestra.db` next to the project.
+//! Other folders (`outside/`, a second project) can be made beside it.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant, SystemTime};
+
+use rusqlite::{Connection, OpenFlags};
+
+/// The binary under test, built by cargo for this test run.
+pub const BIN: &str = env!("CARGO_BIN_EXE_orchestra");
+
+/// A run that takes longer than this is a hang: it is killed and the test fails.
+const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The shipped fixture project (never written to: tests copy it).
+pub fn fixture_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/project")
+}
+
+/// One test's temp folder, holding a project folder `project/`.
+pub struct Project {
+    tmp: tempfile::TempDir,
+}
+
+impl Project {
+    /// An empty project folder in a fresh temp folder.
+    pub fn new() -> Project {
+        let tmp = tempfile::Builder::new()
+            .prefix("orchestra-it-")
+            .tempdir()
+            .expect("create a temp folder");
+        std::fs::create_dir(tmp.path().join("project")).unwrap();
+        Project { tmp }
+    }
+
+    /// A copy of the shipped fixture project.
+    pub fn fixture() -> Project {
+        let p = Project::new();
+        copy_tree(&fixture_dir(), &p.dir());
+        p
+    }
+
+    /// The temp folder: the working directory of every run.
+    pub fn root(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    /// The project folder, `<root>/project`.
+    pub fn dir(&self) -> PathBuf {
+        self.root().join("project")
+    }
+
+    /// `rel` inside the project folder.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.dir().join(rel)
+    }
+
+    /// `rel` inside the temp folder (outside the project).
+    pub fn root_path(&self, rel: &str) -> PathBuf {
+        self.root().join(rel)
+    }
+
+    /// The default database: `<root>/.orchestra/orchestra.db`.
+    pub fn db(&self) -> PathBuf {
+        self.root_path(".orchestra/orchestra.db")
+    }
+
+    /// Writes a project file, creating its folders.
+    pub fn file(&self, rel: &str, contents: impl AsRef<[u8]>) -> &Project {
+        write_file(&self.path(rel), contents.as_ref());
+        self
+    }
+
+    /// Writes a file `rel` of the temp folder (outside the project).
+    pub fn outside_file(&self, rel: &str, contents: impl AsRef<[u8]>) -> &Project {
+        write_file(&self.root_path(rel), contents.as_ref());
+        self
+    }
+
+    /// Removes a project file.
+    pub fn remove(&self, rel: &str) -> &Project {
+        std::fs::remove_file(self.path(rel)).unwrap_or_else(|e| panic!("remove {rel}: {e}"));
+        self
+    }
+
+    /// Renames a project file.
+    pub fn rename(&self, from: &str, to: &str) -> &Project {
+        std::fs::rename(self.path(from), self.path(to))
+            .unwrap_or_else(|e| panic!("rename {from} to {to}: {e}"));
+        self
+    }
+
+    /// Moves a project file's mtime two seconds later, bytes untouched.
+    pub fn touch(&self, rel: &str) -> &Project {
+        let path = self.path(rel);
+        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&path)
+            .unwrap()
+            .set_modified(mtime + Duration::from_secs(2))
+            .unwrap();
+        self
+    }
+
+    /// Makes the project entry `rel` a symlink to `target` (taken as is:
+    /// relative targets are relative to the link's folder).
+    pub fn symlink(&self, rel: &str, target: impl AsRef<Path>) -> &Project {
+        let link = self.path(rel);
+        if let Some(parent) = link.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::os::unix::fs::symlink(target.as_ref(), &link)
+            .unwrap_or_else(|e| panic!("symlink {rel}: {e}"));
+        self
+    }
+
+    /// Sets the Unix permission bits of a project file.
+    pub fn chmod(&self, rel: &str, mode: u32) -> &Project {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(self.path(rel), std::fs::Permissions::from_mode(mode)).unwrap();
+        self
+    }
+
+    /// A command running the binary with `args`, in the temp folder.
+    pub fn cmd(&self, args: &[&str]) -> Cmd {
+        let mut command = Command::new(BIN);
+        command
+            .args(args)
+            .current_dir(self.root())
+            .env_remove("ORCHESTRA_DB")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null());
+        Cmd { command }
+    }
+
+    /// Runs the binary with `args` and waits for it.
+    pub fn run(&self, args: &[&str]) -> Output {
+        self.cmd(args).run()
+    }
+
+    /// `orchestra import project EXTRA..` with the default database.
+    pub fn import(&self, extra: &[&str]) -> Output {
+        let mut args = vec!["import", "project"];
+        args.extend_from_slice(extra);
+        self.run(&args)
+    }
+
+    /// `orchestra import project --json EXTRA..`, which must succeed: its report.
+    pub fn import_json(&self, extra: &[&str]) -> Report {
+        let mut args = vec!["--json"];
+        args.extend_from_slice(extra);
+        let out = self.import(&args);
+        out.assert_success();
+        out.report()
+    }
+
+    /// Bytes and mtime of every file of the project (symlinks not followed).
+    pub fn snapshot(&self) -> BTreeMap<PathBuf, (Vec<u8>, SystemTime)> {
+        let mut files = BTreeMap::new();
+        snapshot_into(&self.dir(), &self.dir(), &mut files);
+        files
+    }
+}
+
+fn write_file(path: &Path, contents: &[u8]) {
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).unwrap();
+    }
+    std::fs::write(path, contents).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+}
+
+/// Copies the folder `from` to `to` (created), recursively.
+pub fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
+fn snapshot_into(base: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, (Vec<u8>, SystemTime)>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let entry = entry.unwrap();
+        let meta = std::fs::symlink_metadata(entry.path()).unwrap();
+        if meta.is_dir() {
+            snapshot_into(base, &entry.path(), out);
+        } else if meta.is_file() {
+            let rel = entry.path().strip_prefix(base).unwrap().to_path_buf();
+            out.insert(
+                rel,
+                (
+                    std::fs::read(entry.path()).unwrap(),
+                    meta.modified().unwrap(),
+                ),
+            );
+        }
+    }
+}
+
+/// A command line to run; see [`Project::cmd`].
+pub struct Cmd {
+    command: Command,
+}
+
+impl Cmd {
+    pub fn env(mut self, key: &str, value: impl AsRef<std::ffi::OsStr>) -> Cmd {
+        self.command.env(key, value);
+        self
+    }
+
+    /// Runs in `dir` instead of the temp folder.
+    pub fn current_dir(mut self, dir: impl AsRef<Path>) -> Cmd {
+        self.command.current_dir(dir);
+        self
+    }
+
+    /// Starts the binary with stdout and stderr discarded.
+    pub fn spawn(mut self) -> Child {
+        self.command
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start orchestra")
+    }
+
+    /// Runs to completion (killed and failed after [`RUN_TIMEOUT`]).
+    pub fn run(mut self) -> Output {
+        let mut child = self
+            .command
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start orchestra");
+        let drain = |mut pipe: Box<dyn Read + Send>| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                pipe.read_to_end(&mut bytes).unwrap();
+                bytes
+            })
+        };
+        let stdout = drain(Box::new(child.stdout.take().unwrap()));
+        let stderr = drain(Box::new(child.stderr.take().unwrap()));
+        let started = Instant::now();
+        let status = loop {
+            if let Some(status) = child.try_wait().unwrap() {
+                break status;
+            }
+            if started.elapsed() > RUN_TIMEOUT {
+                child.kill().unwrap();
+                child.wait().unwrap();
+                panic!("orchestra hung: killed after {RUN_TIMEOUT:?}");
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        };
+        let text = |bytes: Vec<u8>| String::from_utf8(bytes).expect("output is UTF-8");
+        Output {
+            code: status.code(),
+            stdout: text(stdout.join().unwrap()),
+            stderr: text(stderr.join().unwrap()),
+        }
+    }
+}
+
+/// What one run printed, and how it ended.
+#[derive(Debug)]
+pub struct Output {
+    /// The exit code; `None` when killed by a signal.
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    pub fn assert_success(&self) {
+        assert_eq!(self.code, Some(0), "orchestra failed: {self:#?}");
+    }
+
+    /// A fatal error: exit status 1, stdout empty, and stderr exactly one
+    /// `orchestra: ...` line, returned.
+    pub fn fatal_line(&self) -> String {
+        assert_eq!(self.code, Some(1), "expected exit status 1: {self:#?}");
+        assert_eq!(self.stdout, "", "stdout of a failed run");
+        let lines: Vec<&str> = self.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "expected one line on stderr: {self:#?}");
+        assert!(lines[0].starts_with("orchestra: "), "{self:#?}");
+        lines[0].to_string()
+    }
+
+    pub fn stdout_lines(&self) -> Vec<&str> {
+        self.stdout.lines().collect()
+    }
+
+    pub fn stderr_lines(&self) -> Vec<&str> {
+        self.stderr.lines().collect()
+    }
+
+    /// The last stdout line with its duration masked: `... in T s`.
+    pub fn summary(&self) -> String {
+        let last = self.stdout.lines().last().unwrap_or_default();
+        mask_seconds(last)
+    }
+
+    /// The `--json` report on stdout.
+    pub fn report(&self) -> Report {
+        let lines = self.stdout_lines();
+        assert_eq!(lines.len(), 1, "--json prints one line: {self:#?}");
+        let value: serde_json::Value =
+            serde_json::from_str(lines[0]).unwrap_or_else(|e| panic!("{e}: {}", lines[0]));
+        Report(value)
+    }
+}
+
+/// `... in 0.04 s` → `... in T s`; panics when the line has no such ending.
+pub fn mask_seconds(line: &str) -> String {
+    let (head, tail) = line
+        .rsplit_once(" in ")
+        .unwrap_or_else(|| panic!("no duration in {line:?}"));
+    let seconds = tail
+        .strip_suffix(" s")
+        .unwrap_or_else(|| panic!("no seconds in {line:?}"));
+    let (int, frac) = seconds
+        .split_once('.')
+        .unwrap_or_else(|| panic!("bad seconds in {line:?}"));
+    assert!(
+        !int.is_empty()
+            && int.bytes().all(|b| b.is_ascii_digit())
+            && frac.len() == 2
+            && frac.bytes().all(|b| b.is_ascii_digit()),
+        "bad seconds in {line:?}"
+    );
+    format!("{head} in T s")
+}
+
+/// The JSON object printed by `import --json`.
+#[derive(Debug, Clone)]
+pub struct Report(pub serde_json::Value);
+
+/// The six counters of a report, comparable in one `assert_eq!`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Counts {
+    pub new: u64,
+    pub updated: u64,
+    pub removed: u64,
+    pub unchanged: u64,
+    pub skipped: u64,
+    pub ignored: u64,
+}
+
+impl Report {
+    pub fn counts(&self) -> Counts {
+        let n = |key: &str| {
+            self.0[key]
+                .as_u64()
+                .unwrap_or_else(|| panic!("no count {key} in {}", self.0))
+        };
+        Counts {
+            new: n("new"),
+            updated: n("updated"),
+            removed: n("removed"),
+            unchanged: n("unchanged"),
+            skipped: n("skipped"),
+            ignored: n("ignored"),
+        }
+    }
+
+    pub fn seq(&self) -> i64 {
+        self.0["seq"].as_i64().expect("seq")
+    }
+
+    /// `(path, reason)` of every warning, sorted by path.
+    pub fn warnings(&self) -> Vec<(String, String)> {
+        let mut warnings: Vec<(String, String)> = self.0["warnings"]
+            .as_array()
+            .expect("warnings")
+            .iter()
+            .map(|w| {
+                (
+                    w["path"].as_str().expect("path").to_string(),
+                    w["reason"].as_str().expect("reason").to_string(),
+                )
+            })
+            .collect();
+        warnings.sort();
+        warnings
+    }
+}
+
+/// One stored document, as the dump shows it.
+#[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Row {
+    pub prefix: String,
+    pub id: String,
+    pub body: Vec<u8>,
+    pub title: String,
+    pub description: Option<String>,
+    pub seq: i64,
+    pub is_text: bool,
+}
+
+impl Row {
+    /// `prefix/id`.
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.prefix, self.id)
+    }
+}
+
+impl fmt::Debug for Row {
+    /// The body is abbreviated: a 5,000-row diff must stay readable.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let text = String::from_utf8_lossy(&self.body);
+        let head: String = text.chars().take(40).collect();
+        f.debug_struct("Row")
+            .field("key", &self.key())
+            .field(
+                "body",
+                &format_args!("{} bytes {head:?}..", self.body.len()),
+            )
+            .field("title", &self.title)
+            .field("description", &self.description)
+            .field("seq", &self.seq)
+            .field("is_text", &self.is_text)
+            .finish()
+    }
+}
+
+/// Opens `db` read-only: inspecting a database never changes it.
+pub fn open_read_only(db: &Path) -> Connection {
+    Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .unwrap_or_else(|e| panic!("open {}: {e}", db.display()))
+}
+
+/// Every document of `db`, sorted by (prefix, id).
+pub fn dump(db: &Path) -> Vec<Row> {
+    let conn = open_read_only(db);
+    let mut stmt = conn
+        .prepare(
+            "SELECT prefix, id, body, title, description, seq, is_text FROM documents
+             ORDER BY prefix, id",
+        )
+        .unwrap();
+    stmt.query_map([], |r| {
+        Ok(Row {
+            prefix: r.get(0)?,
+            id: r.get(1)?,
+            body: r.get(2)?,
+            title: r.get(3)?,
+            description: r.get(4)?,
+            seq: r.get(5)?,
+            is_text: r.get(6)?,
+        })
+    })
+    .unwrap()
+    .collect::<rusqlite::Result<Vec<Row>>>()
+    .unwrap()
+}
+
+/// The stored keys, sorted.
+pub fn keys(db: &Path) -> Vec<String> {
+    dump(db).iter().map(Row::key).collect()
+}
+
+/// The one row of `key` (`prefix/id`).
+pub fn row(db: &Path, key: &str) -> Row {
+    dump(db)
+        .into_iter()
+        .find(|r| r.key() == key)
+        .unwrap_or_else(|| panic!("{key} is not in the database"))
+}
+
+/// `(root, seq)` of the project the database holds.
+pub fn project_row(db: &Path) -> (String, i64) {
+    open_read_only(db)
+        .query_row("SELECT root, seq FROM project", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
+        .unwrap()
+}
+
+/// The stored mtime of `key`, in nanoseconds since the epoch.
+pub fn stored_mtime_ns(db: &Path, key: &str) -> i64 {
+    let (prefix, id) = key.split_once('/').unwrap();
+    open_read_only(db)
+        .query_row(
+            "SELECT mtime_ns FROM documents WHERE prefix = ?1 AND id = ?2",
+            [prefix, id],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
+/// A file's mtime in nanoseconds since the epoch.
+pub fn mtime_ns(path: &Path) -> i64 {
+    let mtime = std::fs::metadata(path).unwrap().modified().unwrap();
+    let since = mtime.duration_since(std::time::UNIX_EPOCH).unwrap();
+    i64::try_from(since.as_nanos()).unwrap()
+}
