@@ -1,5 +1,6 @@
 //! End-to-end tests on the real `orchestra` binary: one test binary, one module per command.
 
+mod concurrency;
 mod import;
 mod serve;
 mod support;

@@ -6,12 +6,12 @@
 //! `lastModified` (a file time) is masked. `UPDATE_EXPECT=1` rewrites the
 //! logs from what the server says.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_orchestra");
+use crate::support::{BIN, Server, wait_exit};
 
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -30,70 +30,6 @@ fn fixture_db(dir: &Path) -> PathBuf {
         .unwrap();
     assert!(status.success());
     db
-}
-
-struct Server {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl Server {
-    fn start(db: &Path, args: &[&str]) -> Server {
-        let mut child = Command::new(BIN)
-            .arg("serve")
-            .arg("--db")
-            .arg(db)
-            .args(args)
-            .env("RUST_LOG", "debug")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        Server {
-            child,
-            stdin,
-            stdout,
-        }
-    }
-
-    fn send(&mut self, line: &str) {
-        let stdin = self.stdin.as_mut().unwrap();
-        stdin.write_all(line.as_bytes()).unwrap();
-        stdin.write_all(b"\n").unwrap();
-        stdin.flush().unwrap();
-    }
-
-    fn recv(&mut self) -> String {
-        let mut line = String::new();
-        self.stdout.read_line(&mut line).unwrap();
-        assert!(line.ends_with('\n'), "server closed stdout");
-        line.pop();
-        line
-    }
-
-    /// Closes stdin and returns how long the server took to exit, and its status.
-    fn close(mut self) -> (Duration, std::process::ExitStatus) {
-        drop(self.stdin.take());
-        wait_exit(&mut self.child)
-    }
-}
-
-fn wait_exit(child: &mut Child) -> (Duration, std::process::ExitStatus) {
-    let started = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return (started.elapsed(), status);
-        }
-        if started.elapsed() > Duration::from_secs(5) {
-            let _ = child.kill();
-            panic!("server did not exit within 5 s");
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
 }
 
 /// Replaces every `"lastModified":"..."` value: file times differ per checkout.

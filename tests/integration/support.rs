@@ -7,9 +7,9 @@
 
 use std::collections::BTreeMap;
 use std::fmt;
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant, SystemTime};
 
 use rusqlite::{Connection, OpenFlags};
@@ -507,4 +507,82 @@ pub fn mtime_ns(path: &Path) -> i64 {
     let mtime = std::fs::metadata(path).unwrap().modified().unwrap();
     let since = mtime.duration_since(std::time::UNIX_EPOCH).unwrap();
     i64::try_from(since.as_nanos()).unwrap()
+}
+
+/// A running `orchestra serve`, spoken to one line at a time.
+pub struct Server {
+    pub child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+}
+
+impl Server {
+    pub fn start(db: &Path, args: &[&str]) -> Server {
+        let mut child = Command::new(BIN)
+            .arg("serve")
+            .arg("--db")
+            .arg(db)
+            .args(args)
+            .env("RUST_LOG", "debug")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Server {
+            child,
+            stdin,
+            stdout,
+        }
+    }
+
+    pub fn send(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    pub fn recv(&mut self) -> String {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        assert!(line.ends_with('\n'), "server closed stdout");
+        line.pop();
+        line
+    }
+
+    /// Sends a request and returns its response, parsed, passing over the
+    /// notifications that arrive before it.
+    pub fn request(&mut self, request: &serde_json::Value) -> serde_json::Value {
+        self.send(&request.to_string());
+        loop {
+            let message: serde_json::Value = serde_json::from_str(&self.recv()).unwrap();
+            if message.get("id").is_some() {
+                assert_eq!(message["id"], request["id"], "{message}");
+                return message;
+            }
+        }
+    }
+
+    /// Closes stdin and returns how long the server took to exit, and its status.
+    pub fn close(mut self) -> (Duration, std::process::ExitStatus) {
+        drop(self.stdin.take());
+        wait_exit(&mut self.child)
+    }
+}
+
+pub fn wait_exit(child: &mut Child) -> (Duration, std::process::ExitStatus) {
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return (started.elapsed(), status);
+        }
+        if started.elapsed() > Duration::from_secs(5) {
+            let _ = child.kill();
+            panic!("server did not exit within 5 s");
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
 }
