@@ -549,8 +549,8 @@ fn read_candidate(candidate: Candidate, max: u64, shown: &dyn Fn(&Path) -> PathB
         ),
     };
     let doc = NewDocument {
-        title: extracted.title.unwrap_or_else(|| candidate.key.id.clone()),
-        description: extracted.description,
+        title: clip(extracted.title.unwrap_or_else(|| candidate.key.id.clone())),
+        description: extracted.description.map(clip),
         frontmatter: extracted.frontmatter.map(|v| v.to_string()),
         key: candidate.key,
         stat,
@@ -560,9 +560,34 @@ fn read_candidate(candidate: Candidate, max: u64, shown: &dyn Fn(&Path) -> PathB
     Outcome::Put(Box::new(doc), note.map(warning))
 }
 
+/// Titles and descriptions are listed on every page: a frontmatter that
+/// holds a book in its `title` must not make pages huge. The document's own
+/// bytes are never cut.
+const MAX_LABEL: usize = 1024;
+
+fn clip(mut label: String) -> String {
+    if label.len() > MAX_LABEL {
+        let mut end = MAX_LABEL;
+        while !label.is_char_boundary(end) {
+            end -= 1;
+        }
+        label.truncate(end);
+    }
+    label
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_are_clipped_on_a_char_boundary() {
+        assert_eq!(clip("short".into()), "short");
+        let long = "é".repeat(MAX_LABEL);
+        let clipped = clip(long);
+        assert_eq!(clipped.len(), MAX_LABEL);
+        assert!(clipped.chars().all(|c| c == 'é'));
+    }
 
     #[test]
     fn under_a_folder() {

@@ -68,6 +68,13 @@ pub struct Document {
     pub body: Vec<u8>,
 }
 
+/// A point read: the document, or only its size when it is too large to load.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Fetched {
+    Document(Document),
+    TooLarge { size: u64 },
+}
+
 /// What import needs to know of a stored document to decide whether to reread it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct FileStat {
@@ -364,22 +371,29 @@ impl Reader {
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
-    pub fn get(&self, key: &DocKey) -> Result<Option<Document>> {
+    /// The document with `key`, unless its body is over `max_body` bytes:
+    /// then only its size, and the body is never loaded.
+    pub fn get(&self, key: &DocKey, max_body: u64) -> Result<Option<Fetched>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT title, description, frontmatter, mtime_ns, is_text, body FROM documents
+            "SELECT size, title, description, frontmatter, mtime_ns, is_text, body FROM documents
              WHERE prefix = ?1 AND id = ?2",
         )?;
         let doc = stmt
             .query_row(params![key.prefix.as_str(), key.id], |r| {
-                Ok(Document {
+                let size = r.get::<_, i64>(0)? as u64;
+                if size > max_body {
+                    // Columns are decoded on access: the body stays on disk.
+                    return Ok(Fetched::TooLarge { size });
+                }
+                Ok(Fetched::Document(Document {
                     key: key.clone(),
-                    title: r.get(0)?,
-                    description: r.get(1)?,
-                    frontmatter: r.get(2)?,
-                    mtime_ns: r.get(3)?,
-                    is_text: r.get(4)?,
-                    body: r.get(5)?,
-                })
+                    title: r.get(1)?,
+                    description: r.get(2)?,
+                    frontmatter: r.get(3)?,
+                    mtime_ns: r.get(4)?,
+                    is_text: r.get(5)?,
+                    body: r.get(6)?,
+                }))
             })
             .optional()?;
         Ok(doc)
@@ -830,7 +844,7 @@ mod tests {
         assert_eq!(reader.count().unwrap(), 1);
         assert!(
             reader
-                .get(&DocKey::new(Prefix::Notes, "kept"))
+                .get(&DocKey::new(Prefix::Notes, "kept"), u64::MAX)
                 .unwrap()
                 .is_some()
         );
@@ -915,5 +929,24 @@ mod tests {
         let batch = watcher.poll().unwrap().unwrap();
         assert!(batch.truncated);
         assert_eq!(batch.seq, FEED_IMPORTS + 2);
+    }
+
+    #[test]
+    fn a_body_over_the_limit_is_not_loaded() {
+        let (_dir, path) = temp_db();
+        let store = Store::open_or_create(&path).unwrap();
+        let tx = store.begin_import("/p", false).unwrap();
+        tx.put(&doc(Prefix::Notes, "big", &"x".repeat(100)))
+            .unwrap();
+        tx.commit(true).unwrap();
+        let reader = store.reader().unwrap();
+        let key = DocKey::new(Prefix::Notes, "big");
+        assert_eq!(
+            reader.get(&key, 99).unwrap(),
+            Some(Fetched::TooLarge { size: 100 })
+        );
+        assert!(
+            matches!(reader.get(&key, 100).unwrap(), Some(Fetched::Document(d)) if d.body.len() == 100)
+        );
     }
 }

@@ -58,6 +58,15 @@ impl RpcError {
         RpcError::new(code, "Resource not found", Some(json!({ "uri": uri })))
     }
 
+    /// A document too large to send in one response.
+    pub fn too_large(uri: &str, size: u64, max: u64) -> RpcError {
+        RpcError::new(
+            ErrorCode::INTERNAL_ERROR,
+            format!("the document is {size} bytes, more than the {max} bytes a response may carry"),
+            Some(json!({ "uri": uri, "size": size })),
+        )
+    }
+
     pub fn code(&self) -> i32 {
         self.0.code.0
     }

@@ -13,7 +13,7 @@ use super::error::RpcError;
 use super::session::Era;
 use super::{Context, MIME_TYPE};
 use crate::doc::{DocKey, Prefix};
-use crate::store::{DocSummary, Reader};
+use crate::store::{DocSummary, Fetched, Reader};
 use crate::{cursor, uri};
 
 /// How long a client may treat a result as fresh (2026-07-28 `ttlMs`), per method.
@@ -136,6 +136,11 @@ fn last_modified(mtime_ns: i64) -> String {
     humantime::format_rfc3339_seconds(time).to_string()
 }
 
+/// The largest document `resources/read` sends. Its response is a single
+/// line: base64 or JSON escaping make it larger still, and a client must
+/// hold it whole. Import accepts 32 MiB by default.
+pub const MAX_READ_BYTES: u64 = 64 * 1024 * 1024;
+
 #[derive(Deserialize)]
 struct ReadParams {
     uri: String,
@@ -143,11 +148,13 @@ struct ReadParams {
 
 fn read(ctx: &Context, params: ReadParams, stateless: bool) -> Result<Handled, RpcError> {
     let key = uri::parse(&params.uri)?;
-    let doc = ctx
-        .store
-        .reader()?
-        .get(&key)?
-        .ok_or_else(|| RpcError::not_found(&params.uri, stateless))?;
+    let doc = match ctx.store.reader()?.get(&key, MAX_READ_BYTES)? {
+        None => return Err(RpcError::not_found(&params.uri, stateless)),
+        Some(Fetched::TooLarge { size }) => {
+            return Err(RpcError::too_large(&params.uri, size, MAX_READ_BYTES));
+        }
+        Some(Fetched::Document(doc)) => doc,
+    };
     let canonical = uri::format(&doc.key);
     let contents = if doc.is_text {
         match String::from_utf8(doc.body) {
