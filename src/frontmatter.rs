@@ -84,6 +84,14 @@ fn parse_mapping(yaml: &str) -> Result<Map<String, Value>, String> {
     if yaml.trim().is_empty() {
         return Ok(Map::new());
     }
+    // The YAML parser takes time quadratic in the depth of flow collections
+    // (`[[[[…`) before it gives up at its recursion limit: refuse such
+    // blocks up front, so one hostile file cannot stall an import.
+    if flow_depth(yaml) > MAX_FLOW_DEPTH {
+        return Err(format!(
+            "malformed frontmatter: brackets nested deeper than {MAX_FLOW_DEPTH}"
+        ));
+    }
     match serde_yaml_ng::from_str::<Value>(yaml) {
         Ok(Value::Object(map)) => Ok(map),
         // Only comments, or an explicit null: nothing to say, not an error.
@@ -94,6 +102,26 @@ fn parse_mapping(yaml: &str) -> Result<Map<String, Value>, String> {
         )),
         Err(err) => Err(format!("malformed frontmatter: {err}")),
     }
+}
+
+/// Deeper than any real frontmatter, and below the parser's own limit (128).
+const MAX_FLOW_DEPTH: usize = 64;
+
+/// The deepest nesting of `[` and `{` in `yaml`, quotes ignored: an upper
+/// bound of the depth of its flow collections.
+fn flow_depth(yaml: &str) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    for byte in yaml.bytes() {
+        match byte {
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
 }
 
 fn kind(value: &Value) -> &'static str {
@@ -572,5 +600,21 @@ mod tests {
             prop_assert_eq!(got.frontmatter, None);
             prop_assert_eq!(got.warning, None);
         }
+    }
+
+    #[test]
+    fn deep_flow_nesting_is_refused_quickly() {
+        let text = format!(
+            "---\na: {}{}\n---\n# Heading\n",
+            "[".repeat(64_000),
+            "]".repeat(64_000)
+        );
+        let started = std::time::Instant::now();
+        let extracted = extract(&text);
+        assert!(started.elapsed() < std::time::Duration::from_secs(1));
+        assert_eq!(extracted.title.as_deref(), Some("Heading"));
+        assert!(extracted.warning.unwrap().contains("nested deeper than"));
+        let fine = extract("---\ntags: [a, [b, {c: d}]]\n---\n");
+        assert!(fine.warning.is_none());
     }
 }

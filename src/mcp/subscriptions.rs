@@ -11,6 +11,7 @@
 use std::collections::{HashMap, HashSet};
 
 use serde_json::{Value, json};
+use tokio::sync::mpsc;
 
 use super::error::RpcError;
 use crate::doc::{ChangeKind, DocKey};
@@ -27,16 +28,30 @@ const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 /// spelling so it can match them to what it asked for.
 type Uris = HashMap<DocKey, String>;
 
+/// Where a session's notifications go: stdout on stdio; on HTTP, the
+/// session's GET stream (handshake era) or the listen's own response stream.
+pub type Sink = mpsc::Sender<String>;
+
 struct Listen {
     id: Value,
     uris: Uris,
     list_changed: bool,
+    sink: Sink,
+}
+
+/// Which stream a notification belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Target {
+    Handshake,
+    Listen(usize),
 }
 
 #[derive(Default)]
 pub struct Subscriptions {
     /// Handshake era: the session is initialized, so list changes go to it.
     handshake: bool,
+    /// Where handshake-era notifications go, when anywhere.
+    handshake_sink: Option<Sink>,
     resources: Uris,
     listens: Vec<Listen>,
 }
@@ -46,9 +61,11 @@ impl Subscriptions {
         self.resources.len() + self.listens.iter().map(|l| l.uris.len()).sum::<usize>()
     }
 
-    /// The session completed `initialize`: list changes go to it from now on.
-    pub fn start_handshake(&mut self) {
+    /// The session completed `initialize`: list changes go to it from now
+    /// on, to `sink` (or, on HTTP, to the GET stream once one is open).
+    pub fn start_handshake(&mut self, sink: Option<Sink>) {
         self.handshake = true;
+        self.handshake_sink = sink;
     }
 
     /// `resources/subscribe`. A document that does not exist yet may be
@@ -70,11 +87,28 @@ impl Subscriptions {
         Ok(())
     }
 
-    /// `subscriptions/listen`: registers the stream and returns its
-    /// acknowledgement, which must reach the client before any of its
-    /// notifications. URIs that cannot name a document are not honoured
-    /// and left out of the acknowledgement.
-    pub fn listen(&mut self, id: &Value, params: Option<&Value>) -> Result<String, RpcError> {
+    /// `subscriptions/listen`: registers the stream and sends its
+    /// acknowledgement to `sink`; the caller holds this session's lock, so
+    /// it reaches the client before any of the listen's notifications. URIs
+    /// that cannot name a document are not honoured and left out of the
+    /// acknowledgement.
+    pub async fn listen(
+        &mut self,
+        id: &Value,
+        params: Option<&Value>,
+        sink: Sink,
+    ) -> Result<(), RpcError> {
+        let ack = self.register(id, params, sink.clone())?;
+        let _ = sink.send(ack).await;
+        Ok(())
+    }
+
+    fn register(
+        &mut self,
+        id: &Value,
+        params: Option<&Value>,
+        sink: Sink,
+    ) -> Result<String, RpcError> {
         let asked = params.and_then(|p| p.get("notifications")).ok_or_else(|| {
             RpcError::invalid_params("subscriptions/listen needs params.notifications")
         })?;
@@ -141,6 +175,7 @@ impl Subscriptions {
             id: id.clone(),
             uris,
             list_changed,
+            sink,
         });
         Ok(ack)
     }
@@ -152,8 +187,24 @@ impl Subscriptions {
         self.listens.len() != before
     }
 
-    /// The notification lines `batch` makes for this session, coalesced.
-    pub fn notifications(&self, batch: &ChangeBatch) -> Vec<String> {
+    /// Sends this session's notifications for `batch`; listens whose stream
+    /// is gone are dropped.
+    pub async fn deliver(&mut self, batch: &ChangeBatch) {
+        for (target, line) in self.notifications(batch) {
+            let sink = match target {
+                Target::Handshake => self.handshake_sink.as_ref(),
+                Target::Listen(i) => Some(&self.listens[i].sink),
+            };
+            if let Some(sink) = sink {
+                let _ = sink.send(line).await;
+            }
+        }
+        self.listens.retain(|l| !l.sink.is_closed());
+    }
+
+    /// The notification lines `batch` makes for this session, coalesced,
+    /// each with the stream it belongs to.
+    pub fn notifications(&self, batch: &ChangeBatch) -> Vec<(Target, String)> {
         let mut changed: HashSet<&DocKey> = HashSet::with_capacity(batch.changes.len());
         let mut list_changed = batch.truncated;
         for (kind, key) in &batch.changes {
@@ -161,28 +212,25 @@ impl Subscriptions {
             list_changed |= *kind != ChangeKind::Updated;
         }
         let mut lines = Vec::new();
-        if self.handshake {
-            updated(&self.resources, &changed, batch.truncated, None, &mut lines);
+        if self.handshake && self.handshake_sink.is_some() {
+            for line in updated(&self.resources, &changed, batch.truncated, None) {
+                lines.push((Target::Handshake, line));
+            }
             if list_changed {
-                lines.push(notification(
-                    "notifications/resources/list_changed",
-                    Value::Null,
-                ));
+                let line = notification("notifications/resources/list_changed", Value::Null);
+                lines.push((Target::Handshake, line));
             }
         }
-        for listen in &self.listens {
-            updated(
-                &listen.uris,
-                &changed,
-                batch.truncated,
-                Some(&listen.id),
-                &mut lines,
-            );
+        for (i, listen) in self.listens.iter().enumerate() {
+            for line in updated(&listen.uris, &changed, batch.truncated, Some(&listen.id)) {
+                lines.push((Target::Listen(i), line));
+            }
             if list_changed && listen.list_changed {
-                lines.push(notification(
+                let line = notification(
                     "notifications/resources/list_changed",
                     json!({ "_meta": { SUBSCRIPTION_ID: listen.id } }),
-                ));
+                );
+                lines.push((Target::Listen(i), line));
             }
         }
         lines
@@ -196,8 +244,7 @@ fn updated(
     changed: &HashSet<&DocKey>,
     everything: bool,
     listen: Option<&Value>,
-    lines: &mut Vec<String>,
-) {
+) -> Vec<String> {
     let mut hits: Vec<&String> = if everything {
         subscribed.values().collect()
     } else if subscribed.len() <= changed.len() {
@@ -213,13 +260,15 @@ fn updated(
             .collect()
     };
     hits.sort();
-    for uri in hits {
-        let params = match listen {
-            Some(id) => json!({ "_meta": { SUBSCRIPTION_ID: id }, "uri": uri }),
-            None => json!({ "uri": uri }),
-        };
-        lines.push(notification("notifications/resources/updated", params));
-    }
+    hits.into_iter()
+        .map(|uri| {
+            let params = match listen {
+                Some(id) => json!({ "_meta": { SUBSCRIPTION_ID: id }, "uri": uri }),
+                None => json!({ "uri": uri }),
+            };
+            notification("notifications/resources/updated", params)
+        })
+        .collect()
 }
 
 fn notification(method: &str, params: Value) -> String {
@@ -260,10 +309,10 @@ mod tests {
         }
     }
 
-    fn methods_and_uris(lines: &[String]) -> Vec<String> {
+    fn methods_and_uris(lines: &[(Target, String)]) -> Vec<String> {
         lines
             .iter()
-            .map(|l| {
+            .map(|(_, l)| {
                 let v: Value = serde_json::from_str(l).unwrap();
                 let tag = v["params"]["_meta"][SUBSCRIPTION_ID]
                     .as_str()
@@ -280,7 +329,8 @@ mod tests {
     #[test]
     fn handshake_updates_are_coalesced_and_filtered() {
         let mut subs = Subscriptions::default();
-        subs.start_handshake();
+        let (sink, _rx) = mpsc::channel(16);
+        subs.start_handshake(Some(sink));
         for id in ["A", "B"] {
             subs.subscribe(Some(&json!({"uri": format!("orchestra://features/{id}")})))
                 .unwrap();
@@ -314,11 +364,13 @@ mod tests {
     #[test]
     fn listens_get_only_what_they_asked_for() {
         let mut subs = Subscriptions::default();
+        let (sink, _rx) = mpsc::channel(16);
         let ack = subs
-            .listen(
+            .register(
                 &json!("l1"),
                 Some(&json!({"notifications": {"resourceSubscriptions": [
                     "orchestra://features/A", "not a uri"]}})),
+                sink.clone(),
             )
             .unwrap();
         assert_eq!(
@@ -327,9 +379,10 @@ mod tests {
                    "params": {"_meta": {SUBSCRIPTION_ID: "l1"},
                               "notifications": {"resourceSubscriptions": ["orchestra://features/A"]}}})
         );
-        subs.listen(
+        subs.register(
             &json!(7),
             Some(&json!({"notifications": {"resourcesListChanged": true}})),
+            sink,
         )
         .unwrap();
         let lines = subs.notifications(&batch(
@@ -340,7 +393,8 @@ mod tests {
             methods_and_uris(&lines),
             ["updated orchestra://features/A [l1]", "list_changed"]
         );
-        let v: Value = serde_json::from_str(&lines[1]).unwrap();
+        assert_eq!(lines[1].0, Target::Listen(1));
+        let v: Value = serde_json::from_str(&lines[1].1).unwrap();
         assert_eq!(v["params"]["_meta"][SUBSCRIPTION_ID], 7);
         assert!(subs.cancel(&json!("l1")));
         assert!(!subs.cancel(&json!("l1")));
@@ -351,12 +405,14 @@ mod tests {
     #[test]
     fn subscriptions_are_bounded() {
         let mut subs = Subscriptions::default();
+        let (sink, _rx) = mpsc::channel(16);
         let uris: Vec<String> = (0..MAX_SUBSCRIPTIONS)
             .map(|i| format!("orchestra://notes/n{i}"))
             .collect();
-        subs.listen(
+        subs.register(
             &json!(1),
             Some(&json!({"notifications": {"resourceSubscriptions": uris}})),
+            sink,
         )
         .unwrap();
         let err = subs

@@ -1,0 +1,184 @@
+//! The stdio transport: one JSON-RPC message per line in, responses and notifications as lines out, until EOF or a signal.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use anyhow::Result;
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::sync::{Semaphore, broadcast, mpsc};
+use tokio::task::JoinSet;
+
+use super::dispatch::{self, SessionState, Step};
+use super::error::RpcError;
+use super::framing::{self, Frame, MAX_LINE};
+use super::{Config, Context};
+use crate::store::{ChangeBatch, Store};
+
+/// Requests handled at once; the next line is not read until one finishes,
+/// which bounds memory whatever the client sends.
+const MAX_IN_FLIGHT: usize = 64;
+/// Lines waiting for stdout.
+const OUTPUT_QUEUE: usize = 256;
+
+/// Serves MCP on stdin/stdout until stdin closes or SIGTERM / Ctrl-C arrives.
+pub async fn serve_stdio(store: Store, config: Config) -> Result<()> {
+    let changes = super::watch_changes(&store)?;
+    serve(
+        store,
+        config,
+        tokio::io::stdin(),
+        tokio::io::stdout(),
+        changes.subscribe(),
+        shutdown_signal(),
+    )
+    .await
+}
+
+/// Completes on SIGTERM or Ctrl-C.
+pub async fn shutdown_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = term.recv() => {}
+                    _ = tokio::signal::ctrl_c() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Serves one MCP session over any byte stream until it ends or `shutdown`
+/// completes. The caller owns shutdown, so tests run a server in-process.
+pub async fn serve<R, W>(
+    store: Store,
+    config: Config,
+    input: R,
+    output: W,
+    changes: broadcast::Receiver<Arc<ChangeBatch>>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let ctx = Arc::new(Context::new(store, &config));
+    let (out, out_rx) = mpsc::channel::<String>(OUTPUT_QUEUE);
+    let writer = tokio::spawn(write_lines(output, out_rx));
+    let state = SessionState::default();
+    let notifier = tokio::spawn(dispatch::notify(
+        changes,
+        state.subs.clone(),
+        std::future::pending(),
+    ));
+    let mut input = BufReader::with_capacity(64 * 1024, input);
+    let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
+    let mut tasks = JoinSet::new();
+
+    tokio::pin!(shutdown);
+    loop {
+        let frame = tokio::select! {
+            _ = &mut shutdown => {
+                tracing::info!("shutting down on signal");
+                break;
+            }
+            frame = framing::read_frame(&mut input, MAX_LINE) => frame,
+        };
+        // Reap finished tasks so the set does not grow with the session.
+        while tasks.try_join_next().is_some() {}
+        let line = match frame {
+            Ok(Frame::Line(line)) => line,
+            Ok(Frame::Eof) => break,
+            Ok(Frame::TooLong) => {
+                let error = RpcError::invalid_request(format!(
+                    "message longer than {MAX_LINE} bytes: discarded"
+                ));
+                send(&out, dispatch::error_line(&Value::Null, &error)).await;
+                continue;
+            }
+            Err(e) => {
+                tracing::error!("cannot read stdin: {e}");
+                break;
+            }
+        };
+        if line.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let message = match dispatch::parse(&line) {
+            Ok(message) => message,
+            Err(reply) => {
+                send(&out, reply).await;
+                continue;
+            }
+        };
+        // On stdio every notification goes to stdout.
+        match dispatch::admit(message, &state, &ctx, &out, Some(out.clone())).await {
+            Step::Done | Step::Listening => {}
+            Step::Reply(line) => send(&out, line).await,
+            Step::Run(request) => {
+                let permit = in_flight
+                    .clone()
+                    .acquire_owned()
+                    .await
+                    .expect("the semaphore is never closed");
+                let ctx = ctx.clone();
+                let out = out.clone();
+                tasks.spawn(async move {
+                    send(&out, dispatch::run(ctx, request).await).await;
+                    drop(permit);
+                });
+            }
+        }
+    }
+
+    // Let requests already read finish (they take milliseconds), then flush.
+    let drain = async { while tasks.join_next().await.is_some() {} };
+    if tokio::time::timeout(std::time::Duration::from_millis(500), drain)
+        .await
+        .is_err()
+    {
+        tracing::warn!("requests still running at shutdown were dropped");
+    }
+    notifier.abort();
+    let _ = notifier.await;
+    // The subscriptions hold senders of the output queue: drop them so the
+    // writer sees the queue end.
+    drop(state);
+    drop(out);
+    match writer.await {
+        Ok(result) => result,
+        Err(e) => Err(anyhow::anyhow!("the writer failed: {e}")),
+    }
+}
+
+async fn send(out: &mpsc::Sender<String>, line: String) {
+    // Fails only when the writer is gone (stdout closed): nothing to tell.
+    let _ = out.send(line).await;
+}
+
+/// Writes each line and a newline; flushes whenever the queue is empty.
+async fn write_lines<W: AsyncWrite + Unpin>(
+    output: W,
+    mut lines: mpsc::Receiver<String>,
+) -> Result<()> {
+    let mut output = tokio::io::BufWriter::with_capacity(64 * 1024, output);
+    while let Some(line) = lines.recv().await {
+        output.write_all(line.as_bytes()).await?;
+        output.write_all(b"\n").await?;
+        if lines.is_empty() {
+            output.flush().await?;
+        }
+    }
+    output.flush().await?;
+    Ok(())
+}
