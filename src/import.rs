@@ -170,13 +170,24 @@ pub fn run(opts: &Options) -> Result<Report> {
     } else {
         let store = Store::open_or_create(&opts.db)?;
         let tx = store.begin_import(&root_text, opts.replace)?;
-        let stats = tx.stats()?;
+        let stats = tx
+            .stats()
+            .with_context(|| format!("cannot read the database {}", opts.db.display()))?;
         (Some(tx), stats)
     };
 
-    let walk = walk(&root, &opts.dir, opts.max_file_size, &existing, &mut report);
+    let own_files = database_files(&opts.db);
+    let walk = walk(
+        &root,
+        &opts.dir,
+        opts.max_file_size,
+        &existing,
+        &own_files,
+        &mut report,
+    );
     report.unchanged += walk.unchanged;
-    apply(tx.as_ref(), walk.candidates, opts, &mut report)?;
+    let written = || format!("cannot write to the database {}", opts.db.display());
+    apply(tx.as_ref(), walk.candidates, opts, &mut report).with_context(written)?;
 
     // What the walk did not see is gone, unless it sat in a folder that could
     // not be read this time.
@@ -189,8 +200,9 @@ pub fn run(opts: &Options) -> Result<Report> {
     removed.sort();
     for key in removed {
         if let Some(tx) = &tx {
-            tx.remove(&key)?;
-            tx.record(ChangeKind::Removed, &key)?;
+            tx.remove(&key)
+                .and_then(|()| tx.record(ChangeKind::Removed, &key))
+                .with_context(written)?;
         }
         report.record(ChangeKind::Removed, key);
     }
@@ -200,12 +212,36 @@ pub fn run(opts: &Options) -> Result<Report> {
         if changed {
             report.seq = tx.seq();
         }
-        tx.commit(changed)?;
+        tx.commit(changed).with_context(written)?;
     }
     // Reader threads finish in any order; reports list changes by key.
     report.changes.sort_by(|a, b| a.1.cmp(&b.1));
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// The database and its companion files, as the walk would meet them: a
+/// database kept inside the project must never import itself.
+fn database_files(db: &Path) -> Vec<PathBuf> {
+    let (Some(parent), Some(name)) = (db.parent(), db.file_name()) else {
+        return Vec::new();
+    };
+    let parent = if parent.as_os_str().is_empty() {
+        Path::new(".")
+    } else {
+        parent
+    };
+    let Ok(parent) = parent.canonicalize() else {
+        return Vec::new();
+    };
+    ["", "-wal", "-shm", "-journal"]
+        .iter()
+        .map(|suffix| {
+            let mut file = name.to_os_string();
+            file.push(suffix);
+            parent.join(file)
+        })
+        .collect()
 }
 
 fn checked_root(dir: &Path) -> Result<PathBuf> {
@@ -247,6 +283,7 @@ fn walk(
     shown_root: &Path,
     max_file_size: u64,
     existing: &HashMap<DocKey, FileStat>,
+    own_files: &[PathBuf],
     report: &mut Report,
 ) -> Walk {
     let mut walk = Walk {
@@ -328,6 +365,10 @@ fn walk(
                 }
             }
             if entry.file_type().is_dir() {
+                continue;
+            }
+            if own_files.iter().any(|own| own == path) {
+                report.ignored += 1;
                 continue;
             }
             let is_markdown = path.extension().is_some_and(|ext| ext == "md");

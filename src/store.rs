@@ -112,8 +112,9 @@ impl Store {
         }
         let mut conn = Connection::open(path)
             .with_context(|| format!("cannot open the database {}", path.display()))?;
-        init_new_file(&conn)?;
-        configure(&conn)?;
+        init_new_file(&conn)
+            .and_then(|()| Ok(configure(&conn)?))
+            .with_context(|| format!("cannot write to the database {}", path.display()))?;
         migrate(&mut conn).with_context(|| format!("cannot migrate {}", path.display()))?;
         drop(conn);
         Store::pool(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
@@ -130,8 +131,11 @@ impl Store {
         }
         let mut conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_WRITE)
             .with_context(|| format!("cannot open the database {}", path.display()))?;
-        configure(&conn)?;
-        if schema_version(&conn)? != MIGRATIONS.len() {
+        let version = configure(&conn)
+            .map_err(anyhow::Error::from)
+            .and_then(|()| schema_version(&conn))
+            .with_context(|| format!("cannot read the database {}", path.display()))?;
+        if version != MIGRATIONS.len() {
             migrate(&mut conn).with_context(|| format!("cannot migrate {}", path.display()))?;
         }
         drop(conn);

@@ -586,3 +586,128 @@ pub fn wait_exit(child: &mut Child) -> (Duration, std::process::ExitStatus) {
         std::thread::sleep(Duration::from_millis(10));
     }
 }
+
+// Helpers for the fault tests (`faults.rs`).
+
+impl Cmd {
+    /// Runs the same command line through `wrapper` (`setpriv ...`,
+    /// `bash -c SCRIPT bash`, ...): the wrapper's arguments, then the
+    /// program and its arguments. Environment and working folder are kept.
+    pub fn via(self, wrapper: &[&str]) -> Cmd {
+        let old = &self.command;
+        let mut command = Command::new(wrapper[0]);
+        command
+            .args(&wrapper[1..])
+            .arg(old.get_program())
+            .args(old.get_args())
+            .stdin(Stdio::null());
+        if let Some(dir) = old.get_current_dir() {
+            command.current_dir(dir);
+        }
+        for (key, value) in old.get_envs() {
+            match value {
+                Some(value) => command.env(key, value),
+                None => command.env_remove(key),
+            };
+        }
+        Cmd { command }
+    }
+}
+
+/// `db` with `suffix` appended to its file name (`-wal`, `-shm`).
+pub fn sidecar(db: &Path, suffix: &str) -> PathBuf {
+    let mut name = db.file_name().unwrap().to_os_string();
+    name.push(suffix);
+    db.with_file_name(name)
+}
+
+/// The length of `db`'s `-wal` file; 0 when there is none.
+pub fn wal_len(db: &Path) -> u64 {
+    std::fs::metadata(sidecar(db, "-wal")).map_or(0, |m| m.len())
+}
+
+/// `PRAGMA integrity_check` of `db`. Opened read-write, as the next
+/// orchestra would: a WAL left by a killed writer is recovered first.
+pub fn integrity_check(db: &Path) -> String {
+    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_WRITE)
+        .unwrap_or_else(|e| panic!("open {}: {e}", db.display()));
+    let rows: Vec<String> = conn
+        .prepare("PRAGMA integrity_check")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    rows.join("\n")
+}
+
+/// Folds the WAL into the main file and closes, so that the main file alone
+/// is the whole database and can be copied.
+pub fn checkpoint_and_close(db: &Path) {
+    let conn = Connection::open(db).unwrap();
+    let busy: i64 = conn
+        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(busy, 0, "checkpoint of {} was blocked", db.display());
+    drop(conn);
+    assert_eq!(wal_len(db), 0, "{} still has a WAL", db.display());
+}
+
+/// A digest of everything an import writes: every column of every document
+/// (in key order), the project row, and the change feed (in a fixed order:
+/// reader threads record changes in any order). Equal digests, equal
+/// databases as far as orchestra can tell; much cheaper than [`dump`].
+pub fn content_digest(db: &Path) -> String {
+    use rusqlite::types::ValueRef;
+    let conn = open_read_only(db);
+    let mut hasher = blake3::Hasher::new();
+    // Values are framed (type, length) into a buffer hashed in large
+    // chunks: many small updates are slow in a debug build.
+    let mut buf = Vec::with_capacity(1 << 20);
+    for (table, sql) in [
+        (
+            "documents",
+            "SELECT prefix, id, size, mtime_ns, hash, is_text, title, description,
+                    frontmatter, seq, body FROM documents ORDER BY prefix, id",
+        ),
+        ("project", "SELECT singleton, root, seq FROM project"),
+        (
+            "changes",
+            "SELECT seq, prefix, id, kind FROM changes ORDER BY seq, prefix, id, kind",
+        ),
+    ] {
+        buf.extend_from_slice(table.as_bytes());
+        let mut stmt = conn.prepare(sql).unwrap();
+        let columns = stmt.column_count();
+        let mut rows = stmt.query([]).unwrap();
+        while let Some(row) = rows.next().unwrap() {
+            buf.push(b'\n');
+            for i in 0..columns {
+                let (tag, bytes) = match row.get_ref(i).unwrap() {
+                    ValueRef::Null => (b'n', &[][..]),
+                    ValueRef::Integer(n) => {
+                        buf.push(b'i');
+                        buf.extend_from_slice(&n.to_le_bytes());
+                        continue;
+                    }
+                    ValueRef::Real(x) => {
+                        buf.push(b'r');
+                        buf.extend_from_slice(&x.to_le_bytes());
+                        continue;
+                    }
+                    ValueRef::Text(bytes) => (b't', bytes),
+                    ValueRef::Blob(bytes) => (b'b', bytes),
+                };
+                buf.push(tag);
+                buf.extend_from_slice(&(bytes.len() as u64).to_le_bytes());
+                buf.extend_from_slice(bytes);
+            }
+            if buf.len() >= 1 << 20 {
+                hasher.update(&buf);
+                buf.clear();
+            }
+        }
+    }
+    hasher.update(&buf);
+    hasher.finalize().to_hex().to_string()
+}
