@@ -18,7 +18,6 @@
 //! inserts about twice as fast as 4 KiB pages and makes the file smaller.
 //! Statements are prepared once per connection (`prepare_cached`).
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -33,6 +32,7 @@ use crate::doc::{ChangeKind, DocKey, Prefix};
 const MIGRATIONS: &[&str] = &[
     include_str!("../migrations/0001_documents.sql"),
     include_str!("../migrations/0002_changes.sql"),
+    include_str!("../migrations/0003_listing_index.sql"),
 ];
 
 /// Imports whose changes the feed keeps. A server further behind than this
@@ -74,6 +74,10 @@ pub enum Fetched {
     Document(Document),
     TooLarge { size: u64 },
 }
+
+/// Every stored document's [`FileStat`], by key. Hashed with FxHash: import
+/// looks up every file of the project in it.
+pub type Stats = rustc_hash::FxHashMap<DocKey, FileStat>;
 
 /// What import needs to know of a stored document to decide whether to reread it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,7 +229,7 @@ impl Store {
 
     /// What [`Store::begin_import`] followed by [`ImportTx::stats`] would see,
     /// without writing: for `--dry-run`.
-    pub fn preview_import(&self, root: &str, replace: bool) -> Result<HashMap<DocKey, FileStat>> {
+    pub fn preview_import(&self, root: &str, replace: bool) -> Result<Stats> {
         let conn = self
             .pool
             .get()
@@ -264,10 +268,10 @@ fn project(conn: &Connection, root: &str, replace: bool, db: &Path) -> Result<Pr
 /// Size, mtime and hash of every stored document. With `stale`, no mtime
 /// matches any file, so import reads and compares every file: after
 /// `--replace`, equal sizes and mtimes say nothing about equal bytes.
-fn load_stats(conn: &Connection, stale: bool) -> Result<HashMap<DocKey, FileStat>> {
+fn load_stats(conn: &Connection, stale: bool) -> Result<Stats> {
     let mut stmt = conn.prepare_cached("SELECT prefix, id, size, mtime_ns, hash FROM documents")?;
     let mut rows = stmt.query([])?;
-    let mut stats = HashMap::new();
+    let mut stats = Stats::default();
     while let Some(r) = rows.next()? {
         let key = key_from_row(r.get_ref(0)?.as_str()?, r.get(1)?)?;
         let hash: [u8; 32] = r.get(4)?;
@@ -613,7 +617,7 @@ impl ImportTx {
     }
 
     /// Size, mtime and hash of every stored document.
-    pub fn stats(&self) -> Result<HashMap<DocKey, FileStat>> {
+    pub fn stats(&self) -> Result<Stats> {
         load_stats(&self.conn, self.replaced)
     }
 
