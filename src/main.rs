@@ -70,6 +70,17 @@ struct ServeArgs {
     /// (an import runs first, so the database need not exist yet).
     #[arg(long, value_name = "DIR")]
     watch: Option<PathBuf>,
+    /// Serve MCP over Streamable HTTP at this address (e.g. 127.0.0.1:8080)
+    /// instead of stdio; the endpoint is /mcp.
+    #[arg(long, value_name = "ADDR")]
+    http: Option<std::net::SocketAddr>,
+    /// With --http: a browser origin allowed besides the loopback ones (repeatable).
+    #[arg(long, value_name = "ORIGIN", requires = "http")]
+    allow_origin: Vec<String>,
+    /// With --http: require `Authorization: Bearer <token>`, the token read
+    /// from this file [default: $ORCHESTRA_TOKEN].
+    #[arg(long, value_name = "PATH", requires = "http")]
+    token_file: Option<PathBuf>,
     /// Resources per `resources/list` page.
     #[arg(long, value_name = "N", default_value_t = mcp::DEFAULT_PAGE_SIZE,
           value_parser = clap::value_parser!(u32).range(1..=mcp::MAX_PAGE_SIZE as i64))]
@@ -137,6 +148,21 @@ fn run_import(args: ImportArgs) -> Result<()> {
     Ok(())
 }
 
+/// The bearer token of `serve --http`: `--token-file`, else `$ORCHESTRA_TOKEN`.
+fn token(args: &ServeArgs) -> Result<Option<String>> {
+    let token = match &args.token_file {
+        Some(path) => Some(
+            std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read the token file {}", path.display()))?,
+        ),
+        None => std::env::var("ORCHESTRA_TOKEN").ok(),
+    };
+    match token.map(|t| t.trim().to_string()) {
+        Some(t) if t.is_empty() => anyhow::bail!("the token is empty"),
+        token => Ok(token),
+    }
+}
+
 fn run_serve(args: ServeArgs) -> Result<()> {
     let path = args.db.path();
     if let Some(dir) = &args.watch {
@@ -156,7 +182,20 @@ fn run_serve(args: ServeArgs) -> Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let result = runtime.block_on(mcp::serve_stdio(store, config));
+    let result = match args.http {
+        None => runtime.block_on(mcp::serve_stdio(store, config)),
+        Some(addr) => {
+            let options = mcp::HttpOptions {
+                addr,
+                allowed_origins: args.allow_origin.clone(),
+                token: token(&args)?,
+            };
+            runtime.block_on(async {
+                let changes = mcp::watch_changes(&store)?;
+                mcp::serve_http(store, config, options, changes, mcp::shutdown_signal()).await
+            })
+        }
+    };
     // Blocking reads of stdin cannot be cancelled: do not wait for them.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     result

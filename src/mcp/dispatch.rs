@@ -31,6 +31,24 @@ pub enum Message {
     Response,
 }
 
+impl Message {
+    pub fn method(&self) -> Option<&str> {
+        match self {
+            Message::Request { method, .. } | Message::Notification { method, .. } => Some(method),
+            Message::Response => None,
+        }
+    }
+
+    pub fn params(&self) -> Option<&Value> {
+        match self {
+            Message::Request { params, .. } | Message::Notification { params, .. } => {
+                params.as_ref()
+            }
+            Message::Response => None,
+        }
+    }
+}
+
 /// Parses one message. The error is the response to send: `-32700` for
 /// what is not JSON, `-32600` for batches and malformed messages.
 pub fn parse(bytes: &[u8]) -> Result<Message, String> {

@@ -9,6 +9,7 @@ mod dispatch;
 mod error;
 mod framing;
 mod handlers;
+mod http;
 mod session;
 mod stdio;
 mod subscriptions;
@@ -27,6 +28,7 @@ use crate::store::{ChangeBatch, ChangeWatcher, Store};
 pub use error::RpcError;
 pub use framing::MAX_LINE;
 use handlers::Freshness;
+pub use http::{HttpOptions, MAX_BODY, serve_http};
 pub use session::{Era, HANDSHAKE_VERSIONS, STATELESS_VERSION};
 pub use stdio::{serve, serve_stdio, shutdown_signal};
 

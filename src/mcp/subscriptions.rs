@@ -68,6 +68,11 @@ impl Subscriptions {
         self.handshake_sink = sink;
     }
 
+    /// HTTP: the client opened the session's GET stream.
+    pub fn set_handshake_sink(&mut self, sink: Sink) {
+        self.handshake_sink = Some(sink);
+    }
+
     /// `resources/subscribe`. A document that does not exist yet may be
     /// subscribed to: its creation is an update.
     pub fn subscribe(&mut self, params: Option<&Value>) -> Result<(), RpcError> {

@@ -1,0 +1,549 @@
+//! The Streamable HTTP transport: `/mcp` (POST messages, GET a session's notification stream, DELETE a session), a read-only JSON endpoint for viewers, `/healthz`, and the checks in front of them (Host, Origin, bearer token, body size).
+//!
+//! Messages go through the same [`dispatch`] as on stdio. Handshake-era
+//! sessions live in a table keyed by `Mcp-Session-Id`; 2026-07-28 requests
+//! are stateless: each gets a session state of its own, and a
+//! `subscriptions/listen` is answered with a stream that lives as long as
+//! the client keeps it open.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context as _, Result};
+use axum::body::Bytes;
+use axum::extract::{DefaultBodyLimit, Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::{Json, Router};
+use base64::Engine;
+use serde_json::{Value, json};
+use subtle::ConstantTimeEq;
+use tokio::sync::{broadcast, mpsc};
+use tokio::task::JoinSet;
+use tokio_stream::StreamExt;
+use tokio_stream::wrappers::ReceiverStream;
+
+use super::dispatch::{self, Message, SessionState, Step};
+use super::error::RpcError;
+use super::session::{HANDSHAKE_VERSIONS, STATELESS_VERSION};
+use super::{Config, Context, MIME_TYPE, handlers};
+use crate::doc::DocKey;
+use crate::store::{ChangeBatch, Fetched, Store};
+use crate::uri;
+
+/// The largest request body accepted (413 beyond).
+pub const MAX_BODY: usize = 4 * 1024 * 1024;
+/// Handshake-era sessions held at once; the oldest idle one makes room.
+const MAX_SESSIONS: usize = 10_000;
+/// Notifications waiting for one stream.
+const STREAM_QUEUE: usize = 256;
+
+const SESSION_HEADER: &str = "mcp-session-id";
+const VERSION_HEADER: &str = "mcp-protocol-version";
+
+/// How `serve --http` listens and whom it lets in.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    pub addr: SocketAddr,
+    /// Origins allowed besides the loopback ones.
+    pub allowed_origins: Vec<String>,
+    /// The bearer token every request but `/healthz` must carry, if any.
+    pub token: Option<String>,
+}
+
+struct HttpSession {
+    state: SessionState,
+    /// Ends the session's notifier when the session ends.
+    notifier: tokio::task::AbortHandle,
+    last_used: std::sync::Mutex<std::time::Instant>,
+}
+
+impl Drop for HttpSession {
+    fn drop(&mut self) {
+        self.notifier.abort();
+    }
+}
+
+struct App {
+    ctx: Arc<Context>,
+    changes: broadcast::Sender<Arc<ChangeBatch>>,
+    sessions: std::sync::Mutex<HashMap<String, Arc<HttpSession>>>,
+    /// Notifiers of open stateless listens, ended at shutdown.
+    listens: std::sync::Mutex<JoinSet<()>>,
+    /// `Host` values accepted; `None` when bound to every interface.
+    hosts: Option<Vec<String>>,
+    origins: Vec<String>,
+    token_hash: Option<blake3::Hash>,
+}
+
+/// Serves MCP over Streamable HTTP until `shutdown` completes; then open
+/// streams end and in-flight requests finish.
+pub async fn serve_http(
+    store: Store,
+    config: Config,
+    options: HttpOptions,
+    changes: broadcast::Sender<Arc<ChangeBatch>>,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> Result<()> {
+    let listener = tokio::net::TcpListener::bind(options.addr)
+        .await
+        .with_context(|| format!("cannot listen on {}", options.addr))?;
+    let addr = listener.local_addr()?;
+    if !addr.ip().is_loopback() && options.token.is_none() {
+        tracing::warn!(
+            "listening on {addr}, beyond this machine, without a token: anyone who can reach it can read the project (use --token-file)"
+        );
+    }
+    eprintln!("orchestra: serving MCP on http://{addr}/mcp");
+    let app = Arc::new(App {
+        ctx: Arc::new(Context::new(store, &config)),
+        changes,
+        sessions: Default::default(),
+        listens: Default::default(),
+        hosts: allowed_hosts(addr),
+        origins: options.allowed_origins.clone(),
+        token_hash: options.token.as_deref().map(|t| blake3::hash(t.as_bytes())),
+    });
+    let router = Router::new()
+        .route("/mcp", get(get_mcp).post(post_mcp).delete(delete_mcp))
+        .route("/resource", get(get_resource))
+        .route("/healthz", get(|| async { "ok" }))
+        .layer(middleware::from_fn_with_state(app.clone(), guard))
+        .layer(DefaultBodyLimit::max(MAX_BODY))
+        .with_state(app.clone());
+    axum::serve(listener, router)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            tracing::info!("shutting down: closing streams");
+            app.close_streams();
+        })
+        .await
+        .context("the HTTP server failed")
+}
+
+impl App {
+    /// Ends every stream: each holds a sender that lives in a session or a
+    /// listen's notifier.
+    fn close_streams(&self) {
+        self.sessions
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.listens
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .abort_all();
+    }
+
+    fn session(&self, id: &str) -> Option<Arc<HttpSession>> {
+        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        let session = sessions.get(id).cloned()?;
+        *session.last_used.lock().unwrap_or_else(|e| e.into_inner()) = std::time::Instant::now();
+        Some(session)
+    }
+
+    fn new_session(&self) -> (String, Arc<HttpSession>) {
+        let state = SessionState::default();
+        let notifier = tokio::spawn(dispatch::notify(
+            self.changes.subscribe(),
+            state.subs.clone(),
+            std::future::pending(),
+        ))
+        .abort_handle();
+        let session = Arc::new(HttpSession {
+            state,
+            notifier,
+            last_used: std::sync::Mutex::new(std::time::Instant::now()),
+        });
+        (uuid::Uuid::new_v4().simple().to_string(), session)
+    }
+
+    fn keep_session(&self, id: String, session: Arc<HttpSession>) {
+        let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        if sessions.len() >= MAX_SESSIONS {
+            let oldest = sessions
+                .iter()
+                .min_by_key(|(_, s)| *s.last_used.lock().unwrap_or_else(|e| e.into_inner()))
+                .map(|(id, _)| id.clone());
+            if let Some(oldest) = oldest {
+                sessions.remove(&oldest);
+            }
+        }
+        sessions.insert(id, session);
+    }
+}
+
+/// The `Host` values a request may carry: DNS rebinding protection. Bound to
+/// every interface, the server cannot know its names: no check (and the
+/// start-up warning asks for a token).
+fn allowed_hosts(addr: SocketAddr) -> Option<Vec<String>> {
+    let port = addr.port();
+    let ip = addr.ip();
+    if ip.is_unspecified() {
+        return None;
+    }
+    let mut hosts = vec![match ip {
+        std::net::IpAddr::V4(v4) => format!("{v4}:{port}"),
+        std::net::IpAddr::V6(v6) => format!("[{v6}]:{port}"),
+    }];
+    if ip.is_loopback() {
+        for name in ["localhost", "127.0.0.1", "[::1]"] {
+            hosts.push(format!("{name}:{port}"));
+        }
+    }
+    Some(hosts)
+}
+
+/// Whether a browser page at `origin` may talk to the server: loopback
+/// pages, and those allowed with `--allow-origin`.
+fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
+    if allowed.iter().any(|a| a == origin) {
+        return true;
+    }
+    let Some(rest) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let host = if let Some(v6) = rest.strip_prefix('[') {
+        v6.split(']').next().map(|h| format!("[{h}]"))
+    } else {
+        rest.split(':').next().map(str::to_string)
+    };
+    matches!(host.as_deref(), Some("localhost" | "127.0.0.1" | "[::1]"))
+}
+
+fn plain_error(status: StatusCode, message: &str) -> Response {
+    (status, Json(json!({ "error": message }))).into_response()
+}
+
+/// Host, Origin and token checks, in front of every route.
+async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
+    let headers = request.headers();
+    if let Some(hosts) = &app.hosts {
+        let host = headers
+            .get(header::HOST)
+            .and_then(|h| h.to_str().ok())
+            .unwrap_or("");
+        if !hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+            return plain_error(StatusCode::MISDIRECTED_REQUEST, "unexpected Host header");
+        }
+    }
+    if let Some(origin) = headers.get(header::ORIGIN) {
+        let origin = origin.to_str().unwrap_or("");
+        if !origin_allowed(origin, &app.origins) {
+            return plain_error(StatusCode::FORBIDDEN, "origin not allowed");
+        }
+    }
+    if let Some(expected) = &app.token_hash
+        && request.uri().path() != "/healthz"
+    {
+        let given = headers
+            .get(header::AUTHORIZATION)
+            .and_then(|h| h.to_str().ok())
+            .and_then(|h| h.strip_prefix("Bearer "))
+            .unwrap_or("");
+        // Compared as hashes: equal length, constant time.
+        let given = blake3::hash(given.as_bytes());
+        if !bool::from(given.as_bytes().ct_eq(expected.as_bytes())) {
+            let mut response =
+                plain_error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token");
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+            return response;
+        }
+    }
+    next.run(request).await
+}
+
+fn json_response(status: StatusCode, line: String) -> Response {
+    (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("application/json"),
+        )],
+        line,
+    )
+        .into_response()
+}
+
+fn rpc_error(status: StatusCode, error: RpcError) -> Response {
+    json_response(status, dispatch::error_line(&Value::Null, &error))
+}
+
+fn sse(receiver: mpsc::Receiver<String>) -> Response {
+    let stream = ReceiverStream::new(receiver)
+        .map(|line| Ok::<_, Infallible>(Event::default().event("message").data(line)));
+    Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
+        .into_response()
+}
+
+/// A `MCP-Protocol-Version` header, when present, must name a version this
+/// server speaks: the refusal, if not.
+fn version_refusal(headers: &HeaderMap) -> Option<Response> {
+    let version = headers.get(VERSION_HEADER)?.to_str().unwrap_or("");
+    if version == STATELESS_VERSION || HANDSHAKE_VERSIONS.contains(&version) {
+        return None;
+    }
+    Some(rpc_error(
+        StatusCode::BAD_REQUEST,
+        RpcError::invalid_request(format!("unsupported MCP-Protocol-Version {version:?}")),
+    ))
+}
+
+fn session_header(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(SESSION_HEADER)
+        .and_then(|h| h.to_str().ok())
+        .map(str::to_string)
+}
+
+fn is_enveloped(message: &Message) -> bool {
+    message
+        .params()
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+        .is_some()
+}
+
+async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+    if let Some(refusal) = version_refusal(&headers) {
+        return refusal;
+    }
+    let message = match dispatch::parse(&body) {
+        Ok(message) => message,
+        Err(reply) => return json_response(StatusCode::BAD_REQUEST, reply),
+    };
+    let is_request = matches!(message, Message::Request { .. });
+    let initialize = message.method() == Some("initialize");
+    // Which session state the message belongs to.
+    let (state_owner, new_session) = match session_header(&headers) {
+        Some(id) => match app.session(&id) {
+            Some(session) => (Owner::Session(session), None),
+            None => return plain_error(StatusCode::NOT_FOUND, "unknown session"),
+        },
+        None if initialize => {
+            let (id, session) = app.new_session();
+            (Owner::Session(session.clone()), Some((id, session)))
+        }
+        None if is_enveloped(&message) || !is_request => {
+            (Owner::Stateless(SessionState::default()), None)
+        }
+        None => {
+            let id = match &message {
+                Message::Request { id, .. } => id.clone(),
+                _ => Value::Null,
+            };
+            let error = RpcError::invalid_request(
+                "missing Mcp-Session-Id: initialize first, or use the 2026-07-28 envelope",
+            );
+            return json_response(StatusCode::BAD_REQUEST, dispatch::error_line(&id, &error));
+        }
+    };
+    let state = state_owner.state();
+    // Subscribe to the feed before a listen is acknowledged, so no commit
+    // falls between the acknowledgement and the first notification.
+    let changes = app.changes.subscribe();
+    let (sink, stream) = mpsc::channel(STREAM_QUEUE);
+    match dispatch::admit(message, state, &app.ctx, &sink, None).await {
+        Step::Done => StatusCode::ACCEPTED.into_response(),
+        Step::Reply(line) => {
+            let mut response = json_response(StatusCode::OK, line.clone());
+            if let Some((id, session)) = new_session {
+                // Only a successful initialize opens a session.
+                if line.contains("\"result\"") {
+                    app.keep_session(id.clone(), session);
+                    if let Ok(value) = HeaderValue::from_str(&id) {
+                        response.headers_mut().insert(SESSION_HEADER, value);
+                    }
+                }
+            }
+            response
+        }
+        Step::Run(request) => json_response(
+            StatusCode::OK,
+            dispatch::run(app.ctx.clone(), request).await,
+        ),
+        Step::Listening => {
+            let subs = state.subs.clone();
+            let until = async move { sink.closed().await };
+            app.listens
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .spawn(dispatch::notify(changes, subs, until));
+            sse(stream)
+        }
+    }
+}
+
+/// The state a POST works on: a session's, or its own.
+enum Owner {
+    Session(Arc<HttpSession>),
+    Stateless(SessionState),
+}
+
+impl Owner {
+    fn state(&self) -> &SessionState {
+        match self {
+            Owner::Session(session) => &session.state,
+            Owner::Stateless(state) => state,
+        }
+    }
+}
+
+/// GET `/mcp`: the notification stream of a handshake-era session.
+async fn get_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    if let Some(refusal) = version_refusal(&headers) {
+        return refusal;
+    }
+    let Some(id) = session_header(&headers) else {
+        let mut response = plain_error(
+            StatusCode::METHOD_NOT_ALLOWED,
+            "GET needs an Mcp-Session-Id; 2026-07-28 clients use subscriptions/listen",
+        );
+        response
+            .headers_mut()
+            .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
+        return response;
+    };
+    let Some(session) = app.session(&id) else {
+        return plain_error(StatusCode::NOT_FOUND, "unknown session");
+    };
+    let (sink, stream) = mpsc::channel(STREAM_QUEUE);
+    session.state.subs.lock().await.set_handshake_sink(sink);
+    sse(stream)
+}
+
+/// DELETE `/mcp`: the client ends its session.
+async fn delete_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+    let Some(id) = session_header(&headers) else {
+        return plain_error(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id");
+    };
+    let removed = app
+        .sessions
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .remove(&id);
+    match removed {
+        Some(_) => StatusCode::NO_CONTENT.into_response(),
+        None => plain_error(StatusCode::NOT_FOUND, "unknown session"),
+    }
+}
+
+/// GET `/resource?uri=…`: one document as plain JSON, for viewers and scripts.
+async fn get_resource(
+    State(app): State<Arc<App>>,
+    Query(query): Query<HashMap<String, String>>,
+) -> Response {
+    let Some(uri_text) = query.get("uri").cloned() else {
+        return plain_error(StatusCode::BAD_REQUEST, "missing query parameter uri");
+    };
+    let key: DocKey = match uri::parse(&uri_text) {
+        Ok(key) => key,
+        Err(e) => return plain_error(StatusCode::BAD_REQUEST, &format!("invalid uri: {e}")),
+    };
+    let ctx = app.ctx.clone();
+    let fetched = tokio::task::spawn_blocking(move || {
+        ctx.store.reader()?.get(&key, handlers::MAX_READ_BYTES)
+    })
+    .await;
+    let doc = match fetched {
+        Ok(Ok(Some(Fetched::Document(doc)))) => doc,
+        Ok(Ok(None)) => {
+            return (
+                StatusCode::NOT_FOUND,
+                Json(json!({ "error": "not found", "uri": uri_text })),
+            )
+                .into_response();
+        }
+        Ok(Ok(Some(Fetched::TooLarge { size }))) => {
+            return plain_error(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                &format!("the document is {size} bytes, more than a response may carry"),
+            );
+        }
+        Ok(Err(e)) => {
+            tracing::error!("internal error: {e:#}");
+            return plain_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
+        }
+        Err(e) => {
+            tracing::error!("handler failed: {e}");
+            return plain_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
+        }
+    };
+    let frontmatter = doc
+        .frontmatter
+        .as_deref()
+        .and_then(|f| serde_json::from_str::<Value>(f).ok())
+        .unwrap_or(Value::Null);
+    let mut body = json!({
+        "uri": uri::format(&doc.key),
+        "mimeType": MIME_TYPE,
+        "title": doc.title,
+        "frontmatter": frontmatter,
+    });
+    match (doc.is_text, String::from_utf8(doc.body)) {
+        (true, Ok(text)) => body["text"] = Value::from(text),
+        (_, Ok(text)) => {
+            body["blob"] = Value::from(base64::engine::general_purpose::STANDARD.encode(text))
+        }
+        (_, Err(e)) => {
+            body["blob"] =
+                Value::from(base64::engine::general_purpose::STANDARD.encode(e.as_bytes()))
+        }
+    }
+    Json(body).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn loopback_origins_and_listed_ones_are_allowed() {
+        let listed = vec!["https://viewer.example".to_string()];
+        let cases = [
+            ("http://localhost:3000", true),
+            ("http://127.0.0.1", true),
+            ("https://[::1]:8443", true),
+            ("https://viewer.example", true),
+            ("https://viewer.example.evil", false),
+            ("http://localhost.evil:80", false),
+            ("http://evil.com", false),
+            ("null", false),
+            ("", false),
+        ];
+        for (origin, expected) in cases {
+            assert_eq!(origin_allowed(origin, &listed), expected, "{origin}");
+        }
+    }
+
+    #[test]
+    fn hosts_follow_the_bound_address() {
+        let loopback: SocketAddr = "127.0.0.1:8080".parse().unwrap();
+        assert_eq!(
+            allowed_hosts(loopback).unwrap(),
+            [
+                "127.0.0.1:8080",
+                "localhost:8080",
+                "127.0.0.1:8080",
+                "[::1]:8080"
+            ]
+        );
+        let any: SocketAddr = "0.0.0.0:8080".parse().unwrap();
+        assert_eq!(allowed_hosts(any), None);
+        let lan: SocketAddr = "192.168.1.5:80".parse().unwrap();
+        assert_eq!(allowed_hosts(lan).unwrap(), ["192.168.1.5:80"]);
+    }
+}
