@@ -354,7 +354,8 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
     let state = state_owner.state();
     // Subscribe to the feed before a listen is acknowledged, so no commit
     // falls between the acknowledgement and the first notification.
-    let changes = app.changes.subscribe();
+    let changes =
+        (message.method() == Some("subscriptions/listen")).then(|| app.changes.subscribe());
     let (sink, stream) = mpsc::channel(STREAM_QUEUE);
     match dispatch::admit(message, state, &app.ctx, &sink, None).await {
         Step::Done => StatusCode::ACCEPTED.into_response(),
@@ -376,12 +377,18 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
             dispatch::run(app.ctx.clone(), request).await,
         ),
         Step::Listening => {
+            let Some(changes) = changes else {
+                return rpc_error(
+                    StatusCode::INTERNAL_SERVER_ERROR,
+                    RpcError::internal("Internal error"),
+                );
+            };
             let subs = state.subs.clone();
             let until = async move { sink.closed().await };
-            app.listens
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .spawn(dispatch::notify(changes, subs, until));
+            let mut listens = app.listens.lock().unwrap_or_else(|e| e.into_inner());
+            // Forget the listens whose clients went away.
+            while listens.try_join_next().is_some() {}
+            listens.spawn(dispatch::notify(changes, subs, until));
             sse(stream)
         }
     }
