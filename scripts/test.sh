@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The project's one test command (CI runs it through .ci/run on a fresh machine):
 # builds orchestra, runs every Rust test, then the interop tests against the official
-# MCP clients (Python `mcp`, TypeScript `@modelcontextprotocol/sdk` and `/client`).
+# MCP clients (Python `mcp`, TypeScript `@modelcontextprotocol/sdk` and `/client`) and the official
+# conformance suite (`@modelcontextprotocol/conformance`, tests/conformance/) against `serve --http`.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -27,6 +28,9 @@ export ORCHESTRA_BIN="$ROOT/target/release/orchestra"
 
 echo "==> interop: pytest"
 "$INTEROP/.venv/bin/python" -m pytest -q -p no:cacheprovider "$INTEROP"
+
+echo "==> conformance: @modelcontextprotocol/conformance against serve --http"
+"$ROOT/tests/conformance/run.sh"
 
 echo "==> interop: node --test"
 node --test "$INTEROP/"

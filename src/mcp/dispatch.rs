@@ -255,7 +255,11 @@ pub async fn notify(
             }),
             Err(broadcast::error::RecvError::Closed) => return,
         };
-        subs.lock().await.deliver(&batch).await;
+        let outgoing = subs.lock().await.prepare(&batch);
+        for (sink, line) in outgoing {
+            // A closed stream (the client went away) is pruned next time.
+            let _ = sink.send(line).await;
+        }
     }
 }
 

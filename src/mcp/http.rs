@@ -225,9 +225,11 @@ fn plain_error(status: StatusCode, message: &str) -> Response {
     (status, Json(json!({ "error": message }))).into_response()
 }
 
-/// Host, Origin and token checks, in front of every route.
+/// Host, Origin and token checks, in front of every route; CORS for the
+/// browser pages that pass them.
 async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
     let headers = request.headers();
+    let origin = headers.get(header::ORIGIN).cloned();
     if let Some(hosts) = &app.hosts {
         let host = headers
             .get(header::HOST)
@@ -243,13 +245,36 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
             return plain_error(StatusCode::FORBIDDEN, "origin not allowed");
         }
     }
+    // A CORS preflight carries no credentials: answered before the token check.
+    if request.method() == axum::http::Method::OPTIONS {
+        let mut response = StatusCode::NO_CONTENT.into_response();
+        if let Some(origin) = origin {
+            cors(&mut response, origin);
+            let headers = response.headers_mut();
+            headers.insert(
+                header::ACCESS_CONTROL_ALLOW_METHODS,
+                HeaderValue::from_static("GET, POST, DELETE, OPTIONS"),
+            );
+            headers.insert(
+                header::ACCESS_CONTROL_ALLOW_HEADERS,
+                HeaderValue::from_static(
+                    "authorization, content-type, accept, last-event-id, mcp-session-id, mcp-protocol-version",
+                ),
+            );
+            headers.insert(
+                header::ACCESS_CONTROL_MAX_AGE,
+                HeaderValue::from_static("600"),
+            );
+        }
+        return response;
+    }
     if let Some(expected) = &app.token_hash
         && request.uri().path() != "/healthz"
     {
         let given = headers
             .get(header::AUTHORIZATION)
             .and_then(|h| h.to_str().ok())
-            .and_then(|h| h.strip_prefix("Bearer "))
+            .and_then(bearer_token)
             .unwrap_or("");
         // Compared as hashes: equal length, constant time.
         let given = blake3::hash(given.as_bytes());
@@ -262,7 +287,29 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
             return response;
         }
     }
-    next.run(request).await
+    let mut response = next.run(request).await;
+    if let Some(origin) = origin {
+        cors(&mut response, origin);
+    }
+    response
+}
+
+/// The token of an `Authorization: Bearer …` header; the scheme is
+/// case-insensitive (RFC 7235).
+fn bearer_token(value: &str) -> Option<&str> {
+    let (scheme, token) = value.split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
+}
+
+/// Lets an allowed page read the response, and its session id.
+fn cors(response: &mut Response, origin: HeaderValue) {
+    let headers = response.headers_mut();
+    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    headers.insert(
+        header::ACCESS_CONTROL_EXPOSE_HEADERS,
+        HeaderValue::from_static("mcp-session-id, mcp-protocol-version"),
+    );
+    headers.insert(header::VARY, HeaderValue::from_static("Origin"));
 }
 
 fn json_response(status: StatusCode, line: String) -> Response {
@@ -534,6 +581,14 @@ mod tests {
         for (origin, expected) in cases {
             assert_eq!(origin_allowed(origin, &listed), expected, "{origin}");
         }
+    }
+
+    #[test]
+    fn bearer_tokens() {
+        assert_eq!(bearer_token("Bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("bearer abc"), Some("abc"));
+        assert_eq!(bearer_token("Basic abc"), None);
+        assert_eq!(bearer_token("Bearerabc"), None);
     }
 
     #[test]

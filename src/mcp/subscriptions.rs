@@ -192,19 +192,22 @@ impl Subscriptions {
         self.listens.len() != before
     }
 
-    /// Sends this session's notifications for `batch`; listens whose stream
-    /// is gone are dropped.
-    pub async fn deliver(&mut self, batch: &ChangeBatch) {
-        for (target, line) in self.notifications(batch) {
-            let sink = match target {
-                Target::Handshake => self.handshake_sink.as_ref(),
-                Target::Listen(i) => Some(&self.listens[i].sink),
-            };
-            if let Some(sink) = sink {
-                let _ = sink.send(line).await;
-            }
-        }
+    /// This session's notifications for `batch`, each with the stream it
+    /// goes to; listens whose stream is gone are dropped first. The caller
+    /// sends them after releasing the session's lock, so a client that stops
+    /// reading cannot block its own session's requests.
+    pub fn prepare(&mut self, batch: &ChangeBatch) -> Vec<(Sink, String)> {
         self.listens.retain(|l| !l.sink.is_closed());
+        self.notifications(batch)
+            .into_iter()
+            .filter_map(|(target, line)| {
+                let sink = match target {
+                    Target::Handshake => self.handshake_sink.as_ref()?,
+                    Target::Listen(i) => &self.listens[i].sink,
+                };
+                Some((sink.clone(), line))
+            })
+            .collect()
     }
 
     /// The notification lines `batch` makes for this session, coalesced,

@@ -3,6 +3,7 @@
 mod concurrency;
 mod faults;
 mod fuzz;
+mod http;
 mod import;
 mod serve;
 mod support;
