@@ -284,6 +284,29 @@ fn is_under(key: &DocKey, dir: &DocKey) -> bool {
 /// most of what a re-import with nothing changed costs.
 const STAT_THREADS: usize = 2;
 
+/// Files handed to a stat thread at once: one channel operation per file
+/// costs more in thread wake-ups than the stat itself.
+const STAT_BATCH: usize = 128;
+
+/// Files on their way from the walk to the stat threads.
+struct Batch {
+    files: Vec<(DocKey, PathBuf)>,
+    todo: crossbeam_channel::Sender<Vec<(DocKey, PathBuf)>>,
+}
+
+impl Batch {
+    /// Queues a file; false when the stat threads are gone.
+    fn push(&mut self, key: DocKey, path: PathBuf) -> bool {
+        self.files.push((key, path));
+        self.files.len() < STAT_BATCH || self.flush()
+    }
+
+    fn flush(&mut self) -> bool {
+        let files = std::mem::replace(&mut self.files, Vec::with_capacity(STAT_BATCH));
+        files.is_empty() || self.todo.send(files).is_ok()
+    }
+}
+
 /// A document file found by the walk, and its size and mtime.
 struct Found {
     key: DocKey,
@@ -315,7 +338,7 @@ impl Discovery {
 /// Walks the prefix folders for document files, and stats each on a pool of
 /// threads while the walk goes on.
 fn discover(root: &Path, shown_root: &Path, own_files: &[PathBuf]) -> Discovery {
-    let (todo, todo_rx) = crossbeam_channel::bounded::<(DocKey, PathBuf)>(QUEUE_DEPTH * 4);
+    let (todo, todo_rx) = crossbeam_channel::bounded::<Vec<(DocKey, PathBuf)>>(QUEUE_DEPTH);
     std::thread::scope(|scope| {
         let statters: Vec<_> = (0..STAT_THREADS)
             .map(|_| {
@@ -323,6 +346,7 @@ fn discover(root: &Path, shown_root: &Path, own_files: &[PathBuf]) -> Discovery 
                 scope.spawn(move || {
                     todo_rx
                         .into_iter()
+                        .flatten()
                         .map(|(key, path)| {
                             let stat =
                                 std::fs::metadata(&path).map(|meta| (meta.len(), mtime_ns(&meta)));
@@ -333,8 +357,13 @@ fn discover(root: &Path, shown_root: &Path, own_files: &[PathBuf]) -> Discovery 
             })
             .collect();
         drop(todo_rx);
-        let mut discovery = walk(root, shown_root, own_files, &todo);
-        drop(todo);
+        let mut batch = Batch {
+            files: Vec::with_capacity(STAT_BATCH),
+            todo,
+        };
+        let mut discovery = walk(root, shown_root, own_files, &mut batch);
+        batch.flush();
+        drop(batch);
         for statter in statters {
             // A stat thread cannot panic short of a bug; lose nothing silently.
             match statter.join() {
@@ -356,12 +385,7 @@ fn mtime_ns(meta: &std::fs::Metadata) -> i64 {
 /// The traversal: every Markdown file under the prefix folders goes to
 /// `todo`; symlinks out of the project, loops, hidden entries and other
 /// files are sorted out here.
-fn walk(
-    root: &Path,
-    shown_root: &Path,
-    own_files: &[PathBuf],
-    todo: &crossbeam_channel::Sender<(DocKey, PathBuf)>,
-) -> Discovery {
+fn walk(root: &Path, shown_root: &Path, own_files: &[PathBuf], todo: &mut Batch) -> Discovery {
     let mut found = Discovery::default();
     let shown = |path: &Path| shown_root.join(path.strip_prefix(root).unwrap_or(path));
 
@@ -441,7 +465,12 @@ fn walk(
             }
             // The database's own files are neither documents nor the
             // project's other files: passed over, not counted.
-            if own_files.iter().any(|own| own == path) {
+            // Names first: a path comparison for every file of a large
+            // project costs more than the rest of the walk.
+            if own_files
+                .iter()
+                .any(|own| own.file_name() == Some(entry.file_name()) && own == path)
+            {
                 continue;
             }
             let is_markdown = path.extension().is_some_and(|ext| ext == "md");
@@ -463,10 +492,7 @@ fn walk(
                 );
                 continue;
             }
-            if todo
-                .send((DocKey::new(prefix, id), entry.into_path()))
-                .is_err()
-            {
+            if !todo.push(DocKey::new(prefix, id), entry.into_path()) {
                 break;
             }
         }
