@@ -133,6 +133,8 @@ pub enum Step {
     Done,
     /// Answered already: send this response.
     Reply(String),
+    /// `initialize` succeeded: send this response; the session now exists.
+    Initialized(String),
     /// Run the handler, then send its response.
     Run(Request),
     /// A `subscriptions/listen` is open: its acknowledgement went to the
@@ -175,7 +177,7 @@ pub async fn admit(
         Err(error) => return Step::Reply(error_line(&id, &error)),
         Ok(Admitted::Initialize { version }) => {
             state.subs.lock().await.start_handshake(handshake_sink);
-            return Step::Reply(result_line(&id, &ctx.initialize_json(version)));
+            return Step::Initialized(result_line(&id, &ctx.initialize_json(version)));
         }
         Ok(Admitted::Request(era)) => era,
     };

@@ -406,15 +406,14 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
     let (sink, stream) = mpsc::channel(STREAM_QUEUE);
     match dispatch::admit(message, state, &app.ctx, &sink, None).await {
         Step::Done => StatusCode::ACCEPTED.into_response(),
-        Step::Reply(line) => {
-            let mut response = json_response(StatusCode::OK, line.clone());
+        Step::Reply(line) => json_response(StatusCode::OK, line),
+        Step::Initialized(line) => {
+            let mut response = json_response(StatusCode::OK, line);
+            // Only a successful initialize opens a session.
             if let Some((id, session)) = new_session {
-                // Only a successful initialize opens a session.
-                if line.contains("\"result\"") {
-                    app.keep_session(id.clone(), session);
-                    if let Ok(value) = HeaderValue::from_str(&id) {
-                        response.headers_mut().insert(SESSION_HEADER, value);
-                    }
+                app.keep_session(id.clone(), session);
+                if let Ok(value) = HeaderValue::from_str(&id) {
+                    response.headers_mut().insert(SESSION_HEADER, value);
                 }
             }
             response

@@ -124,7 +124,7 @@ where
         // On stdio every notification goes to stdout.
         match dispatch::admit(message, &state, &ctx, &out, Some(out.clone())).await {
             Step::Done | Step::Listening => {}
-            Step::Reply(line) => send(&out, line).await,
+            Step::Reply(line) | Step::Initialized(line) => send(&out, line).await,
             Step::Run(request) => {
                 let permit = in_flight
                     .clone()
