@@ -27,6 +27,11 @@
 //!   for that URI on the client from the import's commit (seen by a bench
 //!   thread polling `PRAGMA data_version` every 0.5 ms), from its exit, and
 //!   from its start.
+//! * HTTP load, at the largest size only: `orchestra serve --http
+//!   127.0.0.1:0` and 50 client threads (`--http-clients N`), each on its own
+//!   keep-alive connection with a minimal HTTP/1.1 client, sending stateless
+//!   2026-07-28 requests: the whole listing, then 1,000 random reads. Errors
+//!   (must be 0), requests/s, p50/p99 of pages and reads, server `VmHWM`.
 //!
 //! Flags: `--docs N` (repeatable, or a comma list; default 1000,10000,100000),
 //! `--1m` (adds 1,000,000: ~2.1 GB of files plus two ~2.5–2.8 GB databases;
@@ -34,7 +39,8 @@
 //! DIR` (where the temporary folders go; default `$TMPDIR`), `--reads N`
 //! (sequential reads, default 1000), `--pipelined N` (reads with 64 in flight,
 //! default 10000), `--seed N`, `--keep` (keep the backlogs and databases, to
-//! profile `orchestra import DIR/project --db DIR/orchestra.db` by hand).
+//! profile `orchestra import DIR/project --db DIR/orchestra.db` by hand),
+//! `--http-clients N` (default 50), `--no-http` (skip the HTTP load).
 
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -61,6 +67,8 @@ const PAGE_SAMPLES: usize = 50;
 /// Full listings timed per server (the median is reported).
 const LISTING_RUNS: usize = 3;
 const PROTOCOL_VERSION: &str = "2025-11-25";
+/// Clients of the HTTP load test.
+const DEFAULT_HTTP_CLIENTS: usize = 50;
 
 // ---------------------------------------------------------------------------
 // Command line
@@ -73,9 +81,11 @@ struct Options {
     pipelined: usize,
     seed: u64,
     keep: bool,
+    /// Concurrent clients of the HTTP load test (0: skipped).
+    http_clients: usize,
 }
 
-const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]... [--1m] [--json FILE] [--dir DIR] [--reads N] [--pipelined N] [--seed N]
+const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]... [--1m] [--json FILE] [--dir DIR] [--reads N] [--pipelined N] [--seed N] [--keep] [--http-clients N | --no-http]
 
   --docs N     backlog sizes to run (repeatable or comma list; default 1000,10000,100000)
   --1m         also run 1,000,000 documents (~2.1 GB of files + ~5.3 GB of databases, ~9 min)
@@ -85,6 +95,8 @@ const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]..
   --pipelined N  resources/read requests sent with 64 in flight (default 10000)
   --seed N     PRNG seed of the synthetic backlog
   --keep       keep each backlog and its databases (for profiling); prints where
+  --http-clients N  clients of the HTTP load test, run at the largest size (default 50)
+  --no-http    skip the HTTP load test
 
 The orchestra binary is $ORCHESTRA_BIN, else <crate>/target/release/orchestra: run `cargo build --release` first.";
 
@@ -97,6 +109,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         pipelined: 10_000,
         seed: DEFAULT_SEED,
         keep: false,
+        http_clients: DEFAULT_HTTP_CLIENTS,
     };
     let mut million = false;
     let mut it = args.iter();
@@ -130,6 +143,8 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
             "--reads" => opts.reads = number(&value("--reads")?)?.max(10),
             "--pipelined" => opts.pipelined = number(&value("--pipelined")?)?.max(IN_FLIGHT),
             "--seed" => opts.seed = number(&value("--seed")?)? as u64,
+            "--http-clients" => opts.http_clients = number(&value("--http-clients")?)?,
+            "--no-http" => opts.http_clients = 0,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -1309,6 +1324,545 @@ fn notify_figures(
 }
 
 // ---------------------------------------------------------------------------
+// HTTP load: many clients, each on its own keep-alive connection
+
+/// `params._meta` of a stateless 2026-07-28 request: no session needed.
+const STATELESS_META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+/// `resources/read` requests each HTTP client sends after its listing.
+const HTTP_READS: usize = 1000;
+/// Error messages kept (the count is exact).
+const ERRORS_KEPT: usize = 5;
+
+/// `orchestra serve --http 127.0.0.1:0`, its port read from its stderr.
+struct HttpServer {
+    child: Child,
+    port: u16,
+}
+
+impl HttpServer {
+    fn start(bin: &Path, db: &Path) -> Res<HttpServer> {
+        let mut child = Command::new(bin)
+            .arg("serve")
+            .arg("--db")
+            .arg(db)
+            .arg("--http")
+            .arg("127.0.0.1:0")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()?;
+        let stderr = child.stderr.take().ok_or("no stderr")?;
+        let (tx, rx) = crossbeam_channel::bounded(1);
+        // Reads the port from `orchestra: serving MCP on http://ADDR/mcp`,
+        // then passes anything else the server says on to our stderr.
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines() {
+                let Ok(line) = line else { break };
+                let port = line
+                    .split_once("serving MCP on http://")
+                    .and_then(|(_, rest)| rest.split('/').next())
+                    .and_then(|addr| addr.rsplit(':').next())
+                    .and_then(|port| port.parse::<u16>().ok());
+                match port {
+                    Some(port) => {
+                        let _ = tx.try_send(port);
+                    }
+                    None => eprintln!("[orchestra serve --http] {line}"),
+                }
+            }
+        });
+        match rx.recv_timeout(Duration::from_secs(30)) {
+            Ok(port) => Ok(HttpServer { child, port }),
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err("orchestra serve --http did not print its address within 30 s".into())
+            }
+        }
+    }
+
+    /// SIGTERM, then waits (the server lets requests finish).
+    fn stop(mut self) -> Res<()> {
+        // SAFETY: a signal to our own child, not yet reaped.
+        unsafe { libc::kill(self.child.id() as libc::pid_t, libc::SIGTERM) };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            if self.child.try_wait()?.is_some() {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                self.child.kill()?;
+                self.child.wait()?;
+                return Err("the HTTP server did not exit on SIGTERM".into());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+}
+
+/// A minimal HTTP/1.1 client: one keep-alive connection, `POST /mcp` with
+/// a JSON body, responses with `Content-Length` only.
+struct HttpClient {
+    reader: BufReader<std::net::TcpStream>,
+    writer: std::net::TcpStream,
+    port: u16,
+    request: Vec<u8>,
+    line: String,
+    /// The server said `Connection: close`: reconnect before the next request.
+    closed: bool,
+}
+
+impl HttpClient {
+    fn connect(port: u16) -> Res<HttpClient> {
+        let stream = std::net::TcpStream::connect(("127.0.0.1", port))?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(Duration::from_secs(120)))?;
+        Ok(HttpClient {
+            reader: BufReader::with_capacity(256 * 1024, stream.try_clone()?),
+            writer: stream,
+            port,
+            request: Vec::with_capacity(4096),
+            line: String::new(),
+            closed: false,
+        })
+    }
+
+    /// One `POST /mcp`: the status and the body.
+    fn post(&mut self, body: &str) -> Res<(u16, Vec<u8>)> {
+        if self.closed {
+            *self = HttpClient::connect(self.port)?;
+        }
+        self.request.clear();
+        write!(
+            self.request,
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
+            self.port,
+            body.len()
+        )?;
+        self.request.extend_from_slice(body.as_bytes());
+        self.writer.write_all(&self.request)?;
+
+        self.line.clear();
+        if self.reader.read_line(&mut self.line)? == 0 {
+            self.closed = true;
+            return Err("the server closed the connection".into());
+        }
+        let status: u16 = self
+            .line
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .ok_or_else(|| format!("bad status line {:?}", self.line))?;
+        let mut length = None;
+        loop {
+            self.line.clear();
+            if self.reader.read_line(&mut self.line)? == 0 {
+                self.closed = true;
+                return Err("the server closed the connection in the headers".into());
+            }
+            let header = self.line.trim_end();
+            if header.is_empty() {
+                break;
+            }
+            let Some((name, value)) = header.split_once(':') else {
+                continue;
+            };
+            let value = value.trim();
+            if name.eq_ignore_ascii_case("content-length") {
+                length = Some(value.parse::<usize>()?);
+            } else if name.eq_ignore_ascii_case("transfer-encoding") {
+                self.closed = true;
+                return Err(format!("unsupported Transfer-Encoding: {value}").into());
+            } else if name.eq_ignore_ascii_case("connection") && value.eq_ignore_ascii_case("close")
+            {
+                self.closed = true;
+            }
+        }
+        let length = length.ok_or("a response without Content-Length")?;
+        let mut reply = vec![0; length];
+        self.reader.read_exact(&mut reply)?;
+        Ok((status, reply))
+    }
+}
+
+/// What one HTTP client saw.
+#[derive(Default)]
+struct ClientRun {
+    list: Vec<Duration>,
+    read: Vec<Duration>,
+    listed: usize,
+    errors: usize,
+    messages: Vec<String>,
+}
+
+impl ClientRun {
+    fn error(&mut self, message: String) {
+        self.errors += 1;
+        if self.messages.len() < ERRORS_KEPT {
+            self.messages.push(message);
+        }
+    }
+}
+
+/// One client: the whole listing (following `nextCursor`), then `reads`
+/// random documents from it. Every request is a stateless 2026-07-28 one.
+fn http_client(
+    port: u16,
+    n: usize,
+    reads: usize,
+    rng: &mut Rng,
+    start: &std::sync::Barrier,
+) -> ClientRun {
+    let mut run = ClientRun::default();
+    let connected = HttpClient::connect(port);
+    // Everybody starts together, connected or not.
+    start.wait();
+    let mut client = match connected {
+        Ok(client) => client,
+        Err(e) => {
+            run.error(format!("connect: {e}"));
+            return run;
+        }
+    };
+    let mut next_id = 0u64;
+    let mut uris = Vec::with_capacity(n);
+    let mut cursor: Option<String> = None;
+    loop {
+        next_id += 1;
+        let cursor_param = match &cursor {
+            Some(c) => format!("\"cursor\":{},", Value::from(c.as_str())),
+            None => String::new(),
+        };
+        let body = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{next_id},\"method\":\"resources/list\",\"params\":{{{cursor_param}\"_meta\":{STATELESS_META}}}}}"
+        );
+        let started = Instant::now();
+        let answer = client.post(&body);
+        run.list.push(started.elapsed());
+        let page = match answer {
+            Ok((200, reply)) => match serde_json::from_slice::<Envelope<ListResult>>(&reply) {
+                Ok(Envelope {
+                    result: Some(page),
+                    error: None,
+                    ..
+                }) => page,
+                Ok(reply) => {
+                    run.error(format!("resources/list: {:?}", reply.error));
+                    break;
+                }
+                Err(e) => {
+                    run.error(format!("resources/list: unreadable reply: {e}"));
+                    break;
+                }
+            },
+            Ok((status, reply)) => {
+                run.error(format!(
+                    "resources/list: HTTP {status}: {}",
+                    String::from_utf8_lossy(&reply)
+                ));
+                break;
+            }
+            Err(e) => {
+                run.error(format!("resources/list: {e}"));
+                client.closed = true;
+                break;
+            }
+        };
+        uris.extend(page.resources.into_iter().map(|r| r.uri));
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    run.listed = uris.len();
+    if uris.len() != n {
+        run.error(format!("the listing has {} resources, not {n}", uris.len()));
+    }
+    if uris.is_empty() {
+        return run;
+    }
+    for _ in 0..reads {
+        next_id += 1;
+        let uri = Value::from(uris[rng.below(uris.len())].as_str());
+        let body = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{next_id},\"method\":\"resources/read\",\"params\":{{\"uri\":{uri},\"_meta\":{STATELESS_META}}}}}"
+        );
+        let started = Instant::now();
+        let answer = client.post(&body);
+        run.read.push(started.elapsed());
+        match answer {
+            Ok((200, reply)) => match serde_json::from_slice::<Envelope<IgnoredAny>>(&reply) {
+                Ok(Envelope {
+                    result: Some(_),
+                    error: None,
+                    id: Some(id),
+                }) if id == next_id => {}
+                Ok(reply) => run.error(format!("resources/read {uri}: {:?}", reply.error)),
+                Err(e) => run.error(format!("resources/read {uri}: unreadable reply: {e}")),
+            },
+            Ok((status, reply)) => run.error(format!(
+                "resources/read {uri}: HTTP {status}: {}",
+                String::from_utf8_lossy(&reply)
+            )),
+            Err(e) => {
+                run.error(format!("resources/read {uri}: {e}"));
+                client.closed = true;
+            }
+        }
+    }
+    run
+}
+
+struct HttpLoad {
+    clients: usize,
+    reads_per_client: usize,
+    requests: usize,
+    list_requests: usize,
+    pages_per_client: usize,
+    errors: usize,
+    messages: Vec<String>,
+    wall_s: f64,
+    list_p50_us: f64,
+    list_p99_us: f64,
+    read_p50_us: f64,
+    read_p99_us: f64,
+    server_hwm_kb: u64,
+    server_cpu_s: f64,
+    bench_cpu_s: f64,
+}
+
+/// User + system CPU seconds of a live process, from `/proc/PID/stat`.
+fn proc_cpu_s(pid: u32) -> f64 {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    // Fields after the command name (which may contain spaces): state is
+    // field 3, utime 14 and stime 15.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or(Vec::new(), |(_, rest)| rest.split_whitespace().collect());
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|v| v.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as f64;
+    (ticks(14 - 3) + ticks(15 - 3)) / hz
+}
+
+/// User + system CPU seconds of this process so far (all its threads).
+fn self_cpu_s() -> f64 {
+    // SAFETY: rusage is a POD out-parameter.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut usage) };
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
+
+/// `clients` threads, each on its own keep-alive connection to a fresh
+/// `orchestra serve --http`: the whole listing, then `HTTP_READS` reads.
+fn http_load(bin: &Path, db: &Path, n: usize, clients: usize, seed: u64) -> Res<HttpLoad> {
+    let server = HttpServer::start(bin, db)?;
+    let port = server.port;
+    let pid = server.child.id();
+    let start = std::sync::Barrier::new(clients + 1);
+    let (runs, wall, server_cpu_s, bench_cpu_s) = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..clients)
+            .map(|c| {
+                let start = &start;
+                std::thread::Builder::new()
+                    .stack_size(256 * 1024)
+                    .spawn_scoped(scope, move || {
+                        let mut rng = Rng::new(seed, 0x4854_5450 + c as u64);
+                        http_client(port, n, HTTP_READS, &mut rng, start)
+                    })
+            })
+            .collect::<std::io::Result<_>>()?;
+        let (server_cpu, bench_cpu) = (proc_cpu_s(pid), self_cpu_s());
+        start.wait();
+        let started = Instant::now();
+        let mut runs = Vec::with_capacity(clients);
+        for handle in handles {
+            runs.push(
+                handle
+                    .join()
+                    .map_err(|_| "an HTTP client thread panicked")?,
+            );
+        }
+        let wall = started.elapsed();
+        Ok::<_, Box<dyn std::error::Error>>((
+            runs,
+            wall,
+            proc_cpu_s(pid) - server_cpu,
+            self_cpu_s() - bench_cpu,
+        ))
+    })?;
+    let (_, server_hwm_kb) = proc_rss(pid);
+    server.stop()?;
+
+    let mut list = Vec::new();
+    let mut read = Vec::new();
+    let mut errors = 0;
+    let mut messages = Vec::new();
+    for run in &runs {
+        list.extend_from_slice(&run.list);
+        read.extend_from_slice(&run.read);
+        errors += run.errors;
+        messages.extend(
+            run.messages
+                .iter()
+                .take(ERRORS_KEPT - messages.len().min(ERRORS_KEPT))
+                .cloned(),
+        );
+    }
+    for message in &messages {
+        eprintln!("[{n} docs] HTTP error: {message}");
+    }
+    let us = |samples: &mut Vec<Duration>, p: f64| {
+        if samples.is_empty() {
+            0.0
+        } else {
+            micros(percentile(samples, p))
+        }
+    };
+    Ok(HttpLoad {
+        clients,
+        reads_per_client: HTTP_READS,
+        requests: list.len() + read.len(),
+        list_requests: list.len(),
+        pages_per_client: runs.iter().map(|r| r.list.len()).max().unwrap_or(0),
+        errors,
+        messages,
+        wall_s: wall.as_secs_f64(),
+        list_p50_us: us(&mut list, 50.0),
+        list_p99_us: us(&mut list, 99.0),
+        read_p50_us: us(&mut read, 50.0),
+        read_p99_us: us(&mut read, 99.0),
+        server_hwm_kb,
+        server_cpu_s,
+        bench_cpu_s,
+    })
+}
+
+impl HttpLoad {
+    fn table(&self, docs: usize) -> String {
+        let mut out = format!(
+            "## HTTP load: {} clients, {} documents\n\n\
+             `orchestra serve --http 127.0.0.1:0`; each client on its own keep-alive connection, \
+             stateless 2026-07-28 requests: the whole listing (pages of 500, following \
+             `nextCursor`), then {} `resources/read` of random documents from it.\n\n",
+            self.clients,
+            thousands(docs as u64),
+            thousands(self.reads_per_client as u64),
+        );
+        out.push_str("| figure | value | target | meets? |\n|---|---:|---|---|\n");
+        let mut row = |figure: String, value: String, target: &str, meets: &str| {
+            writeln!(out, "| {figure} | {value} | {target} | {meets} |").unwrap();
+        };
+        row(
+            "errors (JSON-RPC errors, non-200 statuses, failed connections, short listings)".into(),
+            thousands(self.errors as u64),
+            "no errors",
+            if self.errors == 0 { "yes" } else { "**NO**" },
+        );
+        row(
+            format!(
+                "requests ({} × ({} list pages + {} reads))",
+                self.clients,
+                self.pages_per_client,
+                thousands(self.reads_per_client as u64)
+            ),
+            thousands(self.requests as u64),
+            "—",
+            "",
+        );
+        row("wall time".into(), fmt_value(self.wall_s, "s"), "—", "");
+        row(
+            "requests/s".into(),
+            format!(
+                "{}/s",
+                thousands((self.requests as f64 / self.wall_s).round() as u64)
+            ),
+            "—",
+            "",
+        );
+        row(
+            "list page of 500 p50".into(),
+            fmt_value(self.list_p50_us, "µs"),
+            "—",
+            "",
+        );
+        row(
+            "list page of 500 p99".into(),
+            fmt_value(self.list_p99_us, "µs"),
+            "—",
+            "",
+        );
+        row(
+            "resources/read p50".into(),
+            fmt_value(self.read_p50_us, "µs"),
+            "—",
+            "",
+        );
+        row(
+            "resources/read p99".into(),
+            fmt_value(self.read_p99_us, "µs"),
+            "—",
+            "",
+        );
+        row(
+            "server peak RSS (VmHWM)".into(),
+            fmt_value(self.server_hwm_kb as f64 / 1024.0, "MB"),
+            "—",
+            "",
+        );
+        row(
+            "server CPU (user + system)".into(),
+            format!(
+                "{:.1} s ({:.2} cores)",
+                self.server_cpu_s,
+                self.server_cpu_s / self.wall_s
+            ),
+            "—",
+            "",
+        );
+        row(
+            "bench clients' CPU (same machine)".into(),
+            format!(
+                "{:.1} s ({:.2} cores)",
+                self.bench_cpu_s,
+                self.bench_cpu_s / self.wall_s
+            ),
+            "—",
+            "",
+        );
+        out
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "clients": self.clients,
+            "reads_per_client": self.reads_per_client,
+            "requests": self.requests,
+            "list_requests": self.list_requests,
+            "errors": self.errors,
+            "error_samples": self.messages,
+            "wall_s": self.wall_s,
+            "requests_per_s": self.requests as f64 / self.wall_s,
+            "list_p50_us": self.list_p50_us,
+            "list_p99_us": self.list_p99_us,
+            "read_p50_us": self.read_p50_us,
+            "read_p99_us": self.read_p99_us,
+            "server_vmhwm_kb": self.server_hwm_kb,
+            "server_cpu_s": self.server_cpu_s,
+            "bench_cpu_s": self.bench_cpu_s,
+            "meets_no_errors": self.errors == 0,
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------
 // One size
 
 struct Row {
@@ -1331,6 +1885,8 @@ struct SizeResult {
     details: Value,
     page_start_us: f64,
     page_end_us: f64,
+    /// The HTTP load test, run at the largest size only.
+    http: Option<HttpLoad>,
 }
 
 #[derive(Deserialize)]
@@ -1409,6 +1965,16 @@ fn bench_size(bin: &Path, n: usize, opts: &Options) -> Res<(SizeResult, Backlog)
     let serve = serve_figures(bin, &db, n, opts)?;
     step("orchestra serve: notification latency");
     let notify = notify_figures(bin, &backlog, &db, n, opts.seed)?;
+    let largest = opts.sizes.iter().max() == Some(&n);
+    let http = if largest && opts.http_clients > 0 {
+        step(&format!(
+            "orchestra serve --http: {} clients",
+            opts.http_clients
+        ));
+        Some(http_load(bin, &db, n, opts.http_clients, opts.seed)?)
+    } else {
+        None
+    };
     let db_bytes = fs::metadata(&db)?.len();
     let raw_db_bytes = fs::metadata(&raw_db)?.len();
 
@@ -1647,6 +2213,7 @@ fn bench_size(bin: &Path, n: usize, opts: &Options) -> Res<(SizeResult, Backlog)
             details,
             page_start_us: serve.page_start_us,
             page_end_us: serve.page_end_us,
+            http,
         },
         backlog,
     ))
@@ -1746,6 +2313,10 @@ impl SizeResult {
             )
             .unwrap();
         }
+        if let Some(http) = &self.http {
+            out.push('\n');
+            out.push_str(&http.table(self.docs));
+        }
         out
     }
 
@@ -1754,6 +2325,7 @@ impl SizeResult {
             "docs": self.docs,
             "rows": self.rows.iter().map(Row::to_json).collect::<Vec<_>>(),
             "details": self.details,
+            "http_load": self.http.as_ref().map(HttpLoad::to_json),
         })
     }
 }
