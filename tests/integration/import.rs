@@ -1,14 +1,12 @@
 //! End-to-end tests of `orchestra import` on the real binary.
 //!
 //! What lands in the database, incremental runs, bad files, dry runs, fatal
-//! errors, where the database goes, and SIGKILL in the middle of an import.
+//! errors and where the database goes. SIGKILL in the middle of an import is
+//! in `faults.rs`.
 
 use std::path::Path;
-use std::time::{Duration, Instant};
 
-use crate::support::{
-    Counts, Project, Row, dump, keys, mtime_ns, project_row, row, stored_mtime_ns,
-};
+use crate::support::{Counts, Project, dump, keys, mtime_ns, project_row, row, stored_mtime_ns};
 
 /// Every document of `fixtures/project`, in (prefix, id) order.
 const FIXTURE_KEYS: &[&str] = &[
@@ -821,130 +819,5 @@ fn db_flag_then_env_then_default_under_the_working_folder() {
     assert!(!default_db.exists());
 }
 
-// 10. SIGKILL at any moment leaves the last committed state.
-
-/// A ~2 KB document, different for every (index, version).
-fn big_doc(i: usize, version: usize) -> String {
-    let mut text = format!("---\ntitle: Document {i} v{version}\n---\n# Document {i}\n\n");
-    while text.len() < 2000 + version * 7 {
-        text.push_str(&format!(
-            "line {i} of version {version}: lorem ipsum dolor sit amet\n"
-        ));
-    }
-    text
-}
-
-fn big_path(i: usize) -> String {
-    let folder = ["features", "notes", "docs/area"][i % 3];
-    format!("{folder}/doc-{i:05}.md")
-}
-
-fn state(db: &Path) -> (Vec<Row>, (String, i64)) {
-    (dump(db), project_row(db))
-}
-
-/// Folds the WAL into the main file, so that copying the main file alone
-/// copies the database.
-fn checkpoint(db: &Path) {
-    let conn = rusqlite::Connection::open(db).unwrap();
-    let busy: i64 = conn
-        .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| r.get(0))
-        .unwrap();
-    assert_eq!(busy, 0);
-}
-
-#[test]
-fn sigkill_leaves_the_old_state_or_the_new_one() {
-    let started = Instant::now();
-    let p = Project::new();
-    for i in 0..5000 {
-        p.file(&big_path(i), big_doc(i, 1));
-    }
-    let a_db = p.root_path("a.db");
-    p.run(&["import", "project", "--db", "a.db"])
-        .assert_success();
-    checkpoint(&a_db);
-    let a = state(&a_db);
-    assert_eq!(a.0.len(), 5000);
-
-    for i in 0..2000 {
-        p.file(&big_path(i * 5 / 2), big_doc(i * 5 / 2, 2)); // modified, spread out
-    }
-    for i in 5000..6000 {
-        p.file(&big_path(i), big_doc(i, 1)); // added
-    }
-    // State B: a complete import from state A; it also times one import.
-    std::fs::copy(&a_db, p.root_path("b.db")).unwrap();
-    let t0 = Instant::now();
-    let out = p.run(&["import", "project", "--db", "b.db", "--json"]);
-    let full = t0.elapsed();
-    out.assert_success();
-    assert_eq!(
-        out.report().counts(),
-        Counts {
-            new: 1000,
-            updated: 2000,
-            unchanged: 3000,
-            ..Counts::default()
-        }
-    );
-    let b = state(&p.root_path("b.db"));
-    assert_ne!(a, b);
-
-    // Fixed delays, then fractions of a full import's time, then more until
-    // a kill has landed while the transaction was writing.
-    let fixed = [20, 60, 150].map(Duration::from_millis);
-    let fractions = [0.2, 0.4, 0.6, 0.8, 0.95].map(|f| full.mul_f64(f));
-    let extra = (1..=10).map(|k| full.mul_f64(0.3 + 0.05 * k as f64));
-    let mut outcomes = Vec::new();
-    let mut killed_mid_write = false;
-    for (trial, delay) in fixed.into_iter().chain(fractions).chain(extra).enumerate() {
-        if trial >= 8 && killed_mid_write {
-            break;
-        }
-        let db = p.root_path(&format!("kill-{trial}.db"));
-        std::fs::copy(&a_db, &db).unwrap();
-        let mut child = p
-            .cmd(&["import", "project", "--db", db.to_str().unwrap()])
-            .spawn();
-        std::thread::sleep(delay);
-        child.kill().unwrap(); // SIGKILL
-        let status = child.wait().unwrap();
-        let wal = std::fs::metadata(format!("{}-wal", db.display())).map_or(0, |m| m.len());
-
-        let conn = rusqlite::Connection::open(&db).unwrap();
-        let check: String = conn
-            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
-            .unwrap();
-        drop(conn);
-        assert_eq!(check, "ok", "killed after {delay:?}");
-        let got = state(&db);
-        let which = if got == a {
-            "A"
-        } else if got == b {
-            "B"
-        } else {
-            panic!(
-                "killed after {delay:?} ({status}): the database is neither the old state nor the new one: \
-                 {} rows, project {:?}",
-                got.0.len(),
-                got.1
-            );
-        };
-        if which == "A" && wal > 0 && status.code().is_none() {
-            killed_mid_write = true;
-        }
-        outcomes.push(format!(
-            "{delay:?}: {status}, wal {wal} bytes, state {which}"
-        ));
-        std::fs::remove_file(&db).unwrap();
-    }
-    assert!(
-        killed_mid_write,
-        "no kill landed while the import was writing (full import {full:?}): {outcomes:#?}"
-    );
-    eprintln!(
-        "full import {full:?}; test {:?}; {outcomes:#?}",
-        started.elapsed()
-    );
-}
+// 10. SIGKILL at any moment leaves the last committed state: see
+// faults::sigkill_at_random_moments_of_a_20k_document_import_leaves_the_old_or_the_new_state.
