@@ -3,9 +3,9 @@
 //! Every test prints what it saw (error lines, timings, the seed of the
 //! random kill delays) so `cargo test -- --nocapture` shows it.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -14,9 +14,6 @@ use crate::support::{
     BIN, Cmd, Counts, Output, Project, Server, checkpoint_and_close, content_digest,
     integrity_check, keys, open_read_only, sidecar, wal_len,
 };
-
-/// A run that takes longer than this is a hang.
-const TIMEOUT: Duration = Duration::from_secs(60);
 
 fn initialize() -> Value {
     json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
@@ -35,55 +32,6 @@ fn handshaken(db: &Path, args: &[&str]) -> Server {
     assert!(init["result"].is_object(), "{init}");
     server.send(&initialized_line());
     server
-}
-
-/// Starts `command`, writes `input` to its stdin (from a thread, so a
-/// server that answers while it reads cannot block us) and closes it, and
-/// collects stdout and stderr until it exits.
-fn converse(mut command: Command, input: Vec<u8>) -> Output {
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start orchestra");
-    let mut stdin = child.stdin.take().unwrap();
-    // A server that exits at start closes the pipe: a failed write is fine.
-    let writer = std::thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let drain = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            pipe.read_to_end(&mut bytes).unwrap();
-            bytes
-        })
-    };
-    let stdout = drain(Box::new(child.stdout.take().unwrap()));
-    let stderr = drain(Box::new(child.stderr.take().unwrap()));
-    let status = wait_or_kill(&mut child, TIMEOUT);
-    writer.join().unwrap();
-    let text = |bytes: Vec<u8>| String::from_utf8(bytes).expect("output is UTF-8");
-    Output {
-        code: status.code(),
-        stdout: text(stdout.join().unwrap()),
-        stderr: text(stderr.join().unwrap()),
-    }
-}
-
-fn wait_or_kill(child: &mut std::process::Child, timeout: Duration) -> ExitStatus {
-    let started = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if started.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("orchestra hung: killed after {timeout:?}");
-        }
-        std::thread::sleep(Duration::from_millis(5));
-    }
 }
 
 fn lines_of(messages: &[Value]) -> Vec<u8> {
@@ -548,15 +496,14 @@ fn serve_on_a_read_only_database_serves_it_or_says_why_not() {
     let read = json!({"jsonrpc": "2.0", "id": 1, "method": "resources/read",
                       "params": {"uri": "orchestra://features/FEAT-001"}});
     let ping = json!({"jsonrpc": "2.0", "id": 2, "method": "ping"});
-    let out = converse(
-        command,
-        lines_of(&[
+    let out = Cmd::from(command)
+        .input(lines_of(&[
             initialize(),
             json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
             read,
             ping,
-        ]),
-    );
+        ]))
+        .run();
 
     if out.code == Some(1) && out.stdout.is_empty() {
         let problems = check_error_line(
@@ -767,7 +714,7 @@ fn subscription_100001_is_refused_with_the_limit() {
         .args(["serve", "--db"])
         .arg(p.db())
         .env_remove("RUST_LOG");
-    let out = converse(command, input);
+    let out = Cmd::from(command).input(input).run();
     assert_eq!(out.code, Some(0), "{}", out.stderr);
 
     let lines = out.stdout_lines();

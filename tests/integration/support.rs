@@ -139,7 +139,7 @@ impl Project {
             .env_remove("ORCHESTRA_DB")
             .env_remove("RUST_LOG")
             .stdin(Stdio::null());
-        Cmd { command }
+        Cmd::from(command)
     }
 
     /// Runs the binary with `args` and waits for it.
@@ -214,9 +214,27 @@ fn snapshot_into(base: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, (Vec<u8>, 
 /// A command line to run; see [`Project::cmd`].
 pub struct Cmd {
     command: Command,
+    /// Written to stdin (then closed) when set; stdin is empty otherwise.
+    input: Option<Vec<u8>>,
+}
+
+impl From<Command> for Cmd {
+    fn from(command: Command) -> Cmd {
+        Cmd {
+            command,
+            input: None,
+        }
+    }
 }
 
 impl Cmd {
+    /// Feeds `input` to stdin, from a thread, so a process that answers
+    /// while it reads cannot block the test.
+    pub fn input(mut self, input: Vec<u8>) -> Cmd {
+        self.input = Some(input);
+        self
+    }
+
     pub fn env(mut self, key: &str, value: impl AsRef<std::ffi::OsStr>) -> Cmd {
         self.command.env(key, value);
         self
@@ -239,12 +257,22 @@ impl Cmd {
 
     /// Runs to completion (killed and failed after [`RUN_TIMEOUT`]).
     pub fn run(mut self) -> Output {
+        if self.input.is_some() {
+            self.command.stdin(Stdio::piped());
+        }
         let mut child = self
             .command
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("start orchestra");
+        let writer = self.input.take().map(|input| {
+            let mut stdin = child.stdin.take().unwrap();
+            // A process that exits at start closes the pipe: a failed write is fine.
+            std::thread::spawn(move || {
+                let _ = stdin.write_all(&input);
+            })
+        });
         let drain = |mut pipe: Box<dyn Read + Send>| {
             std::thread::spawn(move || {
                 let mut bytes = Vec::new();
@@ -266,6 +294,9 @@ impl Cmd {
             }
             std::thread::sleep(Duration::from_millis(5));
         };
+        if let Some(writer) = writer {
+            writer.join().unwrap();
+        }
         let text = |bytes: Vec<u8>| String::from_utf8(bytes).expect("output is UTF-8");
         Output {
             code: status.code(),
@@ -610,7 +641,7 @@ impl Cmd {
                 None => command.env_remove(key),
             };
         }
-        Cmd { command }
+        Cmd::from(command)
     }
 }
 
