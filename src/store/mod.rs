@@ -18,6 +18,9 @@
 //! inserts about twice as fast as 4 KiB pages and makes the file smaller.
 //! Statements are prepared once per connection (`prepare_cached`).
 
+mod feed;
+mod import_tx;
+
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -26,13 +29,16 @@ use r2d2::{Pool, PooledConnection};
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
-use crate::doc::{ChangeKind, DocKey, Prefix};
+use crate::doc::{DocKey, Prefix};
+
+pub use feed::{ChangeBatch, ChangeWatcher};
+pub use import_tx::ImportTx;
 
 /// The schema, one migration per entry, in order. Append only.
 const MIGRATIONS: &[&str] = &[
-    include_str!("../migrations/0001_documents.sql"),
-    include_str!("../migrations/0002_changes.sql"),
-    include_str!("../migrations/0003_listing_index.sql"),
+    include_str!("../../migrations/0001_documents.sql"),
+    include_str!("../../migrations/0002_changes.sql"),
+    include_str!("../../migrations/0003_listing_index.sql"),
 ];
 
 /// Imports whose changes the feed keeps. A server further behind than this
@@ -268,7 +274,7 @@ fn project(conn: &Connection, root: &str, replace: bool, db: &Path) -> Result<Pr
 /// Size, mtime and hash of every stored document. With `stale`, no mtime
 /// matches any file, so import reads and compares every file: after
 /// `--replace`, equal sizes and mtimes say nothing about equal bytes.
-fn load_stats(conn: &Connection, stale: bool) -> Result<Stats> {
+pub(super) fn load_stats(conn: &Connection, stale: bool) -> Result<Stats> {
     let mut stmt = conn.prepare_cached("SELECT prefix, id, size, mtime_ns, hash FROM documents")?;
     let mut rows = stmt.query([])?;
     let mut stats = Stats::default();
@@ -288,7 +294,7 @@ fn load_stats(conn: &Connection, stale: bool) -> Result<Stats> {
 }
 
 /// Per-connection settings; run on every new connection.
-fn configure(conn: &Connection) -> rusqlite::Result<()> {
+pub(super) fn configure(conn: &Connection) -> rusqlite::Result<()> {
     conn.busy_timeout(BUSY_TIMEOUT)?;
     // journal_mode is stored in the file; asking again is cheap and also
     // covers a database created by another tool.
@@ -338,7 +344,7 @@ fn migrate(conn: &mut Connection) -> Result<()> {
     Ok(())
 }
 
-fn key_from_row(prefix: &str, id: String) -> rusqlite::Result<DocKey> {
+pub(super) fn key_from_row(prefix: &str, id: String) -> rusqlite::Result<DocKey> {
     let prefix = Prefix::parse(prefix).ok_or_else(|| {
         rusqlite::Error::FromSqlConversionFailure(
             0,
@@ -465,130 +471,9 @@ impl Reader {
     }
 }
 
-fn kind_code(kind: ChangeKind) -> i64 {
-    match kind {
-        ChangeKind::New => 1,
-        ChangeKind::Updated => 2,
-        ChangeKind::Removed => 3,
-    }
-}
-
-fn kind_from_code(code: i64) -> rusqlite::Result<ChangeKind> {
-    match code {
-        1 => Ok(ChangeKind::New),
-        2 => Ok(ChangeKind::Updated),
-        3 => Ok(ChangeKind::Removed),
-        other => Err(rusqlite::Error::IntegralValueOutOfRange(0, other)),
-    }
-}
-
-/// What changed in the store after some sequence number.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct ChangeBatch {
-    /// The last sequence number the batch covers.
-    pub seq: i64,
-    /// Every change after the sequence asked for, oldest first; the same key
-    /// may appear more than once.
-    pub changes: Vec<(ChangeKind, DocKey)>,
-    /// The feed no longer reaches back that far: anything may have changed.
-    pub truncated: bool,
-}
-
-/// Notices commits made by any connection, and reads the change feed after
-/// the last sequence seen. One per server process, on its own connection:
-/// `PRAGMA data_version` changes only for commits by *other* connections.
-pub struct ChangeWatcher {
-    conn: Connection,
-    data_version: i64,
-    seq: i64,
-}
-
-impl ChangeWatcher {
-    /// Starts watching from the store's current state.
-    pub fn new(store: &Store) -> Result<ChangeWatcher> {
-        let conn = Connection::open_with_flags(
-            &store.path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
-        )
-        .with_context(|| format!("cannot open the database {}", store.path.display()))?;
-        configure(&conn)?;
-        let data_version = conn.pragma_query_value(None, "data_version", |r| r.get(0))?;
-        let seq = current_seq(&conn)?;
-        Ok(ChangeWatcher {
-            conn,
-            data_version,
-            seq,
-        })
-    }
-
-    /// The changes committed since the last call, or `None` when nothing was
-    /// committed. Costs one pragma when idle, and reads only the new feed
-    /// rows otherwise, whatever the size of the database.
-    pub fn poll(&mut self) -> Result<Option<ChangeBatch>> {
-        let data_version: i64 = self
-            .conn
-            .pragma_query_value(None, "data_version", |r| r.get(0))?;
-        if data_version == self.data_version {
-            return Ok(None);
-        }
-        self.data_version = data_version;
-        // One read transaction: the sequence and the rows agree.
-        self.conn.execute_batch("BEGIN")?;
-        let batch = self.read_after(self.seq);
-        let _ = self.conn.execute_batch("COMMIT");
-        let batch = batch?;
-        if batch.seq == self.seq {
-            return Ok(None);
-        }
-        self.seq = batch.seq;
-        Ok(Some(batch))
-    }
-
-    fn read_after(&self, after: i64) -> Result<ChangeBatch> {
-        let seq = current_seq(&self.conn)?;
-        if seq <= after {
-            return Ok(ChangeBatch {
-                seq: after.max(seq),
-                ..ChangeBatch::default()
-            });
-        }
-        let oldest: Option<i64> = self
-            .conn
-            .prepare_cached("SELECT min(seq) FROM changes")?
-            .query_row([], |r| r.get(0))?;
-        // Every import after `after` consumed one number; the feed holds
-        // them all only if its oldest row is no later than the first.
-        let truncated = oldest.is_none_or(|oldest| oldest > after + 1);
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT kind, prefix, id FROM changes WHERE seq > ?1 AND seq <= ?2 ORDER BY seq, rowid",
-        )?;
-        let changes = stmt
-            .query_map([after, seq], |r| {
-                Ok((
-                    kind_from_code(r.get(0)?)?,
-                    key_from_row(r.get_ref(1)?.as_str()?, r.get(2)?)?,
-                ))
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(ChangeBatch {
-            seq,
-            changes,
-            truncated,
-        })
-    }
-}
-
-fn current_seq(conn: &Connection) -> Result<i64> {
-    let seq: Option<i64> = conn
-        .prepare_cached("SELECT seq FROM project")?
-        .query_row([], |r| r.get(0))
-        .optional()?;
-    Ok(seq.unwrap_or(0))
-}
-
 /// The smallest string greater than every string that begins with `s`, or
 /// `None` when there is none (`s` empty or made only of `char::MAX`).
-fn successor(s: &str) -> Option<String> {
+pub(super) fn successor(s: &str) -> Option<String> {
     let mut chars: Vec<char> = s.chars().collect();
     while let Some(last) = chars.pop() {
         let next = (last as u32 + 1..=char::MAX as u32).find_map(char::from_u32);
@@ -600,116 +485,10 @@ fn successor(s: &str) -> Option<String> {
     None
 }
 
-/// The one transaction of an import. Dropped without [`ImportTx::commit`], it
-/// rolls back and the database is exactly as before.
-pub struct ImportTx {
-    conn: PooledConnection<SqliteConnectionManager>,
-    seq: i64,
-    /// The database held another project, replaced by this import.
-    replaced: bool,
-    finished: bool,
-}
-
-impl ImportTx {
-    /// The sequence number this import's changes are recorded under.
-    pub fn seq(&self) -> i64 {
-        self.seq
-    }
-
-    /// Size, mtime and hash of every stored document.
-    pub fn stats(&self) -> Result<Stats> {
-        load_stats(&self.conn, self.replaced)
-    }
-
-    /// Inserts a document or replaces the stored one with the same key.
-    pub fn put(&self, doc: &NewDocument) -> Result<()> {
-        let mut stmt = self.conn.prepare_cached(
-            "INSERT INTO documents
-                (prefix, id, size, mtime_ns, hash, is_text, title, description, frontmatter, seq, body)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
-             ON CONFLICT (prefix, id) DO UPDATE SET
-                size = excluded.size, mtime_ns = excluded.mtime_ns, hash = excluded.hash,
-                is_text = excluded.is_text, title = excluded.title,
-                description = excluded.description, frontmatter = excluded.frontmatter,
-                seq = excluded.seq, body = excluded.body",
-        )?;
-        stmt.execute(params![
-            doc.key.prefix.as_str(),
-            doc.key.id,
-            doc.stat.size as i64,
-            doc.stat.mtime_ns,
-            &doc.stat.hash[..],
-            doc.is_text,
-            doc.title,
-            doc.description,
-            doc.frontmatter,
-            self.seq,
-            doc.body,
-        ])?;
-        Ok(())
-    }
-
-    /// Records a new mtime for a document whose bytes did not change, so the
-    /// next import skips it without reading it.
-    pub fn touch(&self, key: &DocKey, mtime_ns: i64) -> Result<()> {
-        self.conn
-            .prepare_cached("UPDATE documents SET mtime_ns = ?3 WHERE prefix = ?1 AND id = ?2")?
-            .execute(params![key.prefix.as_str(), key.id, mtime_ns])?;
-        Ok(())
-    }
-
-    pub fn remove(&self, key: &DocKey) -> Result<()> {
-        self.conn
-            .prepare_cached("DELETE FROM documents WHERE prefix = ?1 AND id = ?2")?
-            .execute(params![key.prefix.as_str(), key.id])?;
-        Ok(())
-    }
-
-    /// Records a change in the feed, under this import's sequence number.
-    pub fn record(&self, kind: ChangeKind, key: &DocKey) -> Result<()> {
-        self.conn
-            .prepare_cached("INSERT INTO changes (seq, prefix, id, kind) VALUES (?1, ?2, ?3, ?4)")?
-            .execute(params![
-                self.seq,
-                key.prefix.as_str(),
-                key.id,
-                kind_code(kind)
-            ])?;
-        Ok(())
-    }
-
-    /// Commits the import; `changed` says whether it consumed its sequence
-    /// number (and so whether the feed has rows under it).
-    pub fn commit(mut self, changed: bool) -> Result<()> {
-        if changed {
-            self.conn
-                .prepare_cached("UPDATE project SET seq = ?1")?
-                .execute([self.seq])?;
-            self.conn
-                .prepare_cached("DELETE FROM changes WHERE seq <= ?1")?
-                .execute([self.seq - FEED_IMPORTS])?;
-        }
-        self.conn
-            .execute_batch("COMMIT")
-            .context("cannot commit the import")?;
-        self.finished = true;
-        Ok(())
-    }
-}
-
-impl Drop for ImportTx {
-    fn drop(&mut self) {
-        if !self.finished {
-            // Failure here leaves the transaction to SQLite, which rolls it
-            // back when the connection closes.
-            let _ = self.conn.execute_batch("ROLLBACK");
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::doc::ChangeKind;
 
     fn temp_db() -> (tempfile::TempDir, PathBuf) {
         let dir = tempfile::tempdir().unwrap();

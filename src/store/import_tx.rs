@@ -1,0 +1,117 @@
+//! The one write transaction of an import: documents, their search index and frontmatter fields, and the feed rows, committed together.
+
+use anyhow::{Context, Result};
+use r2d2::PooledConnection;
+use r2d2_sqlite::SqliteConnectionManager;
+use rusqlite::params;
+
+use super::feed::kind_code;
+use super::{FEED_IMPORTS, NewDocument, Stats, load_stats};
+use crate::doc::{ChangeKind, DocKey};
+
+/// The one transaction of an import. Dropped without [`ImportTx::commit`], it
+/// rolls back and the database is exactly as before.
+pub struct ImportTx {
+    pub(super) conn: PooledConnection<SqliteConnectionManager>,
+    pub(super) seq: i64,
+    /// The database held another project, replaced by this import.
+    pub(super) replaced: bool,
+    pub(super) finished: bool,
+}
+
+impl ImportTx {
+    /// The sequence number this import's changes are recorded under.
+    pub fn seq(&self) -> i64 {
+        self.seq
+    }
+
+    /// Size, mtime and hash of every stored document.
+    pub fn stats(&self) -> Result<Stats> {
+        load_stats(&self.conn, self.replaced)
+    }
+
+    /// Inserts a document or replaces the stored one with the same key.
+    pub fn put(&self, doc: &NewDocument) -> Result<()> {
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO documents
+                (prefix, id, size, mtime_ns, hash, is_text, title, description, frontmatter, seq, body)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+             ON CONFLICT (prefix, id) DO UPDATE SET
+                size = excluded.size, mtime_ns = excluded.mtime_ns, hash = excluded.hash,
+                is_text = excluded.is_text, title = excluded.title,
+                description = excluded.description, frontmatter = excluded.frontmatter,
+                seq = excluded.seq, body = excluded.body",
+        )?;
+        stmt.execute(params![
+            doc.key.prefix.as_str(),
+            doc.key.id,
+            doc.stat.size as i64,
+            doc.stat.mtime_ns,
+            &doc.stat.hash[..],
+            doc.is_text,
+            doc.title,
+            doc.description,
+            doc.frontmatter,
+            self.seq,
+            doc.body,
+        ])?;
+        Ok(())
+    }
+
+    /// Records a new mtime for a document whose bytes did not change, so the
+    /// next import skips it without reading it.
+    pub fn touch(&self, key: &DocKey, mtime_ns: i64) -> Result<()> {
+        self.conn
+            .prepare_cached("UPDATE documents SET mtime_ns = ?3 WHERE prefix = ?1 AND id = ?2")?
+            .execute(params![key.prefix.as_str(), key.id, mtime_ns])?;
+        Ok(())
+    }
+
+    pub fn remove(&self, key: &DocKey) -> Result<()> {
+        self.conn
+            .prepare_cached("DELETE FROM documents WHERE prefix = ?1 AND id = ?2")?
+            .execute(params![key.prefix.as_str(), key.id])?;
+        Ok(())
+    }
+
+    /// Records a change in the feed, under this import's sequence number.
+    pub fn record(&self, kind: ChangeKind, key: &DocKey) -> Result<()> {
+        self.conn
+            .prepare_cached("INSERT INTO changes (seq, prefix, id, kind) VALUES (?1, ?2, ?3, ?4)")?
+            .execute(params![
+                self.seq,
+                key.prefix.as_str(),
+                key.id,
+                kind_code(kind)
+            ])?;
+        Ok(())
+    }
+
+    /// Commits the import; `changed` says whether it consumed its sequence
+    /// number (and so whether the feed has rows under it).
+    pub fn commit(mut self, changed: bool) -> Result<()> {
+        if changed {
+            self.conn
+                .prepare_cached("UPDATE project SET seq = ?1")?
+                .execute([self.seq])?;
+            self.conn
+                .prepare_cached("DELETE FROM changes WHERE seq <= ?1")?
+                .execute([self.seq - FEED_IMPORTS])?;
+        }
+        self.conn
+            .execute_batch("COMMIT")
+            .context("cannot commit the import")?;
+        self.finished = true;
+        Ok(())
+    }
+}
+
+impl Drop for ImportTx {
+    fn drop(&mut self) {
+        if !self.finished {
+            // Failure here leaves the transaction to SQLite, which rolls it
+            // back when the connection closes.
+            let _ = self.conn.execute_batch("ROLLBACK");
+        }
+    }
+}
