@@ -1,4 +1,4 @@
-//! The opaque `resources/list` cursor: the last key of the previous page, versioned and checksummed.
+//! The opaque cursors of `resources/list` (the last key of the previous page) and of search pages (the search's fingerprint and where its next page starts), versioned and checksummed.
 //!
 //! Layout before base64 (URL-safe, no padding):
 //! `b"o1"` (format tag) ‖ prefix name ‖ `0x00` ‖ id ‖ first 4 bytes of the
@@ -7,6 +7,11 @@
 //! cursor fail loudly instead of silently starting the listing elsewhere; it
 //! is not a secret, and a cursor forged with a valid checksum is still
 //! validated like any client-supplied key.
+//!
+//! Search cursors: `b"s1"` ‖ the search's 8-byte fingerprint ‖ `b'o'` and a
+//! little-endian u64 offset (ranked hits) or `b'k'` and a key as above (hits
+//! in key order) ‖ the same checksum. A cursor of another search is refused,
+//! never applied to this one.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -16,6 +21,8 @@ use crate::doc::{DocKey, Prefix, is_valid_id};
 
 /// Format tag; bump it when the layout changes so old cursors are refused.
 const TAG: &[u8] = b"o1";
+/// Format tag of search cursors.
+const SEARCH_TAG: &[u8] = b"s1";
 const CHECKSUM_LEN: usize = 4;
 /// Longest cursor `decode` looks at, in bytes. Valid cursors stay under 1.5 KiB.
 const MAX_CURSOR_LEN: usize = 4096;
@@ -41,6 +48,8 @@ pub enum CursorError {
     UnknownPrefix,
     #[error("invalid cursor: invalid document id")]
     InvalidId,
+    #[error("invalid cursor: it belongs to another search; repeat the search without a cursor")]
+    OtherSearch,
 }
 
 /// The cursor that resumes a listing right after `after`.
@@ -52,31 +61,102 @@ pub fn encode(after: &DocKey) -> String {
     payload.extend_from_slice(prefix.as_bytes());
     payload.push(0);
     payload.extend_from_slice(after.id.as_bytes());
+    seal(payload)
+}
+
+/// The key a cursor made by [`encode`] resumes after. Never panics.
+pub fn decode(cursor: &str) -> Result<DocKey, CursorError> {
+    let payload = unseal(cursor)?;
+    let key = open(&payload, TAG)?;
+    decode_key(key)
+}
+
+/// Where the next page of a search starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SearchResume {
+    /// After this many hits of a ranked search.
+    Offset(u64),
+    /// After this key, for searches listed in key order (filters only).
+    After(DocKey),
+}
+
+/// The cursor of a search's next page. `query` is the search's fingerprint:
+/// a cursor resumes only the search that made it.
+pub fn encode_search(query: &[u8; 8], resume: &SearchResume) -> String {
+    let mut payload = Vec::with_capacity(64);
+    payload.extend_from_slice(SEARCH_TAG);
+    payload.extend_from_slice(query);
+    match resume {
+        SearchResume::Offset(offset) => {
+            payload.push(b'o');
+            payload.extend_from_slice(&offset.to_le_bytes());
+        }
+        SearchResume::After(key) => {
+            payload.push(b'k');
+            payload.extend_from_slice(key.prefix.as_str().as_bytes());
+            payload.push(0);
+            payload.extend_from_slice(key.id.as_bytes());
+        }
+    }
+    seal(payload)
+}
+
+/// Where a cursor made by [`encode_search`] for the same search resumes.
+/// Never panics.
+pub fn decode_search(cursor: &str, query: &[u8; 8]) -> Result<SearchResume, CursorError> {
+    let payload = unseal(cursor)?;
+    let body = open(&payload, SEARCH_TAG)?;
+    let (fingerprint, rest) = body
+        .split_at_checked(query.len())
+        .ok_or(CursorError::TooShort)?;
+    if fingerprint != query {
+        return Err(CursorError::OtherSearch);
+    }
+    match rest.split_first() {
+        Some((b'o', offset)) => {
+            let offset: [u8; 8] = offset.try_into().map_err(|_| CursorError::Malformed)?;
+            Ok(SearchResume::Offset(u64::from_le_bytes(offset)))
+        }
+        Some((b'k', key)) => decode_key(key).map(SearchResume::After),
+        _ => Err(CursorError::Malformed),
+    }
+}
+
+fn seal(mut payload: Vec<u8>) -> String {
     let sum = checksum(&payload);
     payload.extend_from_slice(&sum);
     URL_SAFE_NO_PAD.encode(payload)
 }
 
-/// The key a cursor made by [`encode`] resumes after. Never panics.
-pub fn decode(cursor: &str) -> Result<DocKey, CursorError> {
+/// The payload of a cursor, checked for length and base64 only.
+fn unseal(cursor: &str) -> Result<Vec<u8>, CursorError> {
     if cursor.len() > MAX_CURSOR_LEN {
         return Err(CursorError::TooLong);
     }
     if cursor.is_empty() {
         return Err(CursorError::Empty);
     }
-    let payload = URL_SAFE_NO_PAD
+    URL_SAFE_NO_PAD
         .decode(cursor)
-        .map_err(|_| CursorError::Base64)?;
+        .map_err(|_| CursorError::Base64)
+}
+
+/// What follows the format tag, once tag and checksum are checked.
+fn open<'a>(payload: &'a [u8], tag: &[u8]) -> Result<&'a [u8], CursorError> {
     let Some(body_len) = payload.len().checked_sub(CHECKSUM_LEN) else {
         return Err(CursorError::TooShort);
     };
     let (body, sum) = payload.split_at(body_len);
     // The tag first: a future format may checksum differently.
-    let key = body.strip_prefix(TAG).ok_or(CursorError::Tag)?;
+    let rest = body.strip_prefix(tag).ok_or(CursorError::Tag)?;
     if sum != checksum(body) {
         return Err(CursorError::Checksum);
     }
+    Ok(rest)
+}
+
+/// `prefix NUL id`, validated like any client-supplied key.
+fn decode_key(key: &[u8]) -> Result<DocKey, CursorError> {
     let separator = key
         .iter()
         .position(|&b| b == 0)

@@ -5,6 +5,7 @@
 //! - [`uri`]: key ↔ `orchestra://` URI.
 //! - [`cursor`]: key ↔ opaque listing cursor.
 //! - [`frontmatter`]: YAML frontmatter, title and description of a Markdown file.
+//! - [`search`]: the search query language and filters.
 //! - [`store`]: the SQLite database; the only module that speaks SQL.
 //! - [`import`]: files on disk → store, incrementally.
 //! - [`mcp`]: the MCP server; the only module that knows JSON-RPC and the SDK.
@@ -17,6 +18,7 @@ pub mod doc;
 pub mod frontmatter;
 pub mod import;
 pub mod mcp;
+pub mod search;
 pub mod store;
 pub mod uri;
 pub mod watch;

@@ -122,6 +122,8 @@ pub fn parse(bytes: &[u8]) -> Result<Message, String> {
 pub struct Request {
     pub id: Value,
     pub era: Era,
+    /// The protocol version the answer is shaped for.
+    pub version: &'static str,
     pub method: String,
     pub params: Option<Value>,
 }
@@ -172,7 +174,15 @@ pub async fn admit(
         }
         Message::Request { id, method, params } => (id, method, params),
     };
-    let admitted = state.session.lock().await.admit(&method, params.as_ref());
+    let (admitted, version) = {
+        let mut session = state.session.lock().await;
+        let admitted = session.admit(&method, params.as_ref());
+        let version = match &admitted {
+            Ok(Admitted::Request(era)) => session.version(*era),
+            _ => "",
+        };
+        (admitted, version)
+    };
     let era = match admitted {
         Err(error) => return Step::Reply(error_line(&id, &error)),
         Ok(Admitted::Initialize { version }) => {
@@ -201,6 +211,7 @@ pub async fn admit(
             return Step::Run(Request {
                 id,
                 era,
+                version,
                 method,
                 params,
             });
@@ -218,12 +229,14 @@ pub async fn run(ctx: Arc<Context>, request: Request) -> String {
     let Request {
         id,
         era,
+        version,
         method,
         params,
     } = request;
     let handled = {
         let ctx = ctx.clone();
-        tokio::task::spawn_blocking(move || handlers::handle(&ctx, era, &method, params)).await
+        tokio::task::spawn_blocking(move || handlers::handle(&ctx, era, version, &method, params))
+            .await
     };
     match handled {
         Ok(Ok(handled)) => result_line(&id, &ctx.finish(era, handled)),

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::error::RpcError;
 use super::session::Era;
-use super::{Context, MIME_TYPE};
+use super::{Context, MIME_TYPE, tools};
 use crate::doc::{DocKey, Prefix};
 use crate::store::{DocSummary, Fetched, Reader};
 use crate::{cursor, uri};
@@ -33,6 +33,7 @@ pub const LIST_TTL: Freshness = Freshness::Millis(0);
 pub const READ_TTL: Freshness = Freshness::Millis(0);
 pub const TEMPLATES_TTL: Freshness = Freshness::Millis(3_600_000);
 pub const DISCOVER_TTL: Freshness = Freshness::Millis(3_600_000);
+pub const TOOLS_TTL: Freshness = Freshness::Millis(3_600_000);
 
 /// A handled request: the result object serialized without era decorations,
 /// and how fresh it stays.
@@ -46,6 +47,7 @@ pub struct Handled {
 pub fn handle(
     ctx: &Context,
     era: Era,
+    version: &str,
     method: &str,
     params: Option<Value>,
 ) -> Result<Handled, RpcError> {
@@ -63,6 +65,11 @@ pub fn handle(
         "resources/read" => read(ctx, parse(params)?, stateless),
         "resources/templates/list" => templates(parse(params)?),
         "completion/complete" => complete(ctx, parse(params)?),
+        "tools/list" => Ok(Handled {
+            json: ctx.tools_json.clone(),
+            freshness: TOOLS_TTL,
+        }),
+        "tools/call" => tools::call(ctx, version, parse(params)?),
         #[cfg(test)]
         "test/panic" => panic!("a handler panicked on purpose"),
         _ => Err(RpcError::method_not_found(method)),
@@ -70,13 +77,13 @@ pub fn handle(
 }
 
 /// Params of any request: absent params read as `{}`.
-fn parse<T: DeserializeOwned>(params: Option<Value>) -> Result<T, RpcError> {
+pub(super) fn parse<T: DeserializeOwned>(params: Option<Value>) -> Result<T, RpcError> {
     let params = params.unwrap_or_else(|| Value::Object(Default::default()));
     serde_json::from_value(params)
         .map_err(|e| RpcError::invalid_params(format!("invalid params: {e}")))
 }
 
-fn to_json<T: serde::Serialize>(result: &T) -> Result<String, RpcError> {
+pub(super) fn to_json<T: serde::Serialize>(result: &T) -> Result<String, RpcError> {
     serde_json::to_string(result).map_err(|e| RpcError::internal(format!("cannot serialize: {e}")))
 }
 

@@ -13,13 +13,14 @@ mod http;
 mod session;
 mod stdio;
 mod subscriptions;
+mod tools;
 
 use std::sync::Arc;
 
 use anyhow::Result;
 use rmcp::model::{
     DiscoverResult, Implementation, InitializeResult, ProtocolVersion, ResourcesCapability,
-    ServerCapabilities,
+    ServerCapabilities, ToolsCapability,
 };
 use serde_json::{Map, Value};
 use tokio::sync::broadcast;
@@ -40,7 +41,7 @@ pub const MAX_PAGE_SIZE: u32 = 1000;
 /// The MIME type of every document.
 pub const MIME_TYPE: &str = "text/markdown";
 
-const INSTRUCTIONS: &str = "The project's Markdown knowledge: features (orchestra://features/{id}), notes (orchestra://notes/{id}) and documentation (orchestra://docs/{path}). List resources to browse, read one by URI, or complete an id from a resource template.";
+const INSTRUCTIONS: &str = "The project's Markdown knowledge: features (orchestra://features/{id}), notes (orchestra://notes/{id}) and documentation (orchestra://docs/{path}). To find documents, call the search tool; then read the ones that matter by URI. List resources to browse, or complete an id from a resource template.";
 
 #[derive(Debug, Clone)]
 pub struct Config {
@@ -55,6 +56,7 @@ pub struct Context {
     /// `"_meta":{...serverInfo}`, spliced into every 2026-07-28 result.
     server_meta: String,
     initialize: InitializeResult,
+    tools_json: String,
 }
 
 impl Context {
@@ -84,6 +86,7 @@ impl Context {
             discover_json: discover.to_string(),
             server_meta: format!("\"_meta\":{}", Value::Object(meta)),
             initialize,
+            tools_json: tools::list_json(),
         }
     }
 
@@ -127,7 +130,7 @@ fn server_info() -> Implementation {
 }
 
 /// Only what works: resources (list, read, templates, subscriptions, list
-/// changes) and completions.
+/// changes), completions and the search tool.
 fn capabilities() -> ServerCapabilities {
     let mut capabilities = ServerCapabilities::default();
     let mut resources = ResourcesCapability::default();
@@ -135,6 +138,7 @@ fn capabilities() -> ServerCapabilities {
     resources.list_changed = Some(true);
     capabilities.resources = Some(resources);
     capabilities.completions = Some(Default::default());
+    capabilities.tools = Some(ToolsCapability::default());
     capabilities
 }
 

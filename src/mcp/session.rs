@@ -35,9 +35,23 @@ pub enum Admitted {
 #[derive(Debug, Default)]
 pub struct Session {
     era: Option<Era>,
+    /// The handshake version `initialize` agreed on.
+    negotiated: Option<&'static str>,
 }
 
 impl Session {
+    /// The protocol version requests of this session are answered in: what
+    /// `initialize` agreed on, 2026-07-28 for stateless requests, the latest
+    /// handshake version for a request that came before any `initialize`.
+    pub fn version(&self, era: Era) -> &'static str {
+        match era {
+            Era::Stateless => STATELESS_VERSION,
+            Era::Handshake => self
+                .negotiated
+                .unwrap_or(HANDSHAKE_VERSIONS[HANDSHAKE_VERSIONS.len() - 1]),
+        }
+    }
+
     /// Admits one request, in the order requests arrive.
     pub fn admit(&mut self, method: &str, params: Option<&Value>) -> Result<Admitted, RpcError> {
         let meta = params.and_then(|p| p.get("_meta"));
@@ -106,6 +120,7 @@ impl Session {
                     .find(|v| *v == requested)
                     .unwrap_or(latest);
                 self.era = Some(Era::Handshake);
+                self.negotiated = Some(version);
                 Ok(Admitted::Initialize { version })
             }
         }

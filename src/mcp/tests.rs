@@ -164,7 +164,7 @@ async fn handshake_era_matches_the_reference() {
     );
     assert_eq!(
         init["result"]["capabilities"],
-        json!({"completions": {}, "resources": {"subscribe": true, "listChanged": true}})
+        json!({"completions": {}, "resources": {"subscribe": true, "listChanged": true}, "tools": {}})
     );
     assert_eq!(
         by_id(1),
@@ -618,4 +618,177 @@ async fn stateless_listens_are_tagged_and_cancellable() {
     );
     live.send(&format!(r#"{{"jsonrpc":"2.0","id":9,"method":"resources/subscribe","params":{{"uri":"orchestra://features/FEAT-001",{ENVELOPE}}}}}"#)).await;
     assert_eq!(live.recv().await["error"]["code"], -32601);
+}
+
+/// `tools/call search` with `arguments`, in a session of `version`
+/// (`2026-07-28`: stateless), on the fixture; the response's `result`.
+async fn search_call(version: &str, arguments: Value) -> Value {
+    let (_dir, store) = fixture();
+    let call = |id: u32| {
+        let mut params = json!({"name": "search", "arguments": arguments});
+        if version == STATELESS_VERSION {
+            params["_meta"] = json!({
+                "io.modelcontextprotocol/protocolVersion": STATELESS_VERSION,
+                "io.modelcontextprotocol/clientCapabilities": {},
+            });
+        }
+        json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params}).to_string()
+    };
+    let input = if version == STATELESS_VERSION {
+        format!("{}\n", call(1))
+    } else {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+            "params": {"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
+        format!("{init}\n{}\n", call(1))
+    };
+    let out = exchange(store, 2, &input).await;
+    let response = out.into_iter().find(|r| r["id"] == 1).unwrap();
+    assert!(response.get("error").is_none(), "{response}");
+    response["result"].clone()
+}
+
+#[tokio::test]
+async fn the_search_tool_is_declared_in_both_eras() {
+    let out = responses(&[INIT, r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#]).await;
+    assert_eq!(out[0]["result"]["capabilities"]["tools"], json!({}));
+    let tools = out[1]["result"]["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 1);
+    let tool = &tools[0];
+    assert_eq!(tool["name"], "search");
+    assert!(
+        tool["description"]
+            .as_str()
+            .unwrap()
+            .contains("before reading")
+    );
+    assert_eq!(
+        tool["annotations"],
+        json!({"readOnlyHint": true, "idempotentHint": true, "openWorldHint": false})
+    );
+    assert_eq!(tool["inputSchema"]["required"], json!(["query"]));
+    for argument in ["query", "under", "where", "limit", "cursor"] {
+        assert!(
+            tool["inputSchema"]["properties"].get(argument).is_some(),
+            "{argument}"
+        );
+    }
+    assert_eq!(tool["outputSchema"]["required"], json!(["hits", "total"]));
+
+    let out = responses(&[&format!(
+        r#"{{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{{{ENVELOPE}}}}}"#
+    )])
+    .await;
+    let result = &out[0]["result"];
+    assert_eq!(result["tools"][0]["name"], "search");
+    assert_eq!(result["resultType"], "complete");
+    assert_eq!(result["ttlMs"], 3_600_000);
+    assert!(result["_meta"]["io.modelcontextprotocol/serverInfo"].is_object());
+}
+
+#[tokio::test]
+async fn search_results_in_each_version() {
+    for version in ["2025-06-18", "2025-11-25", STATELESS_VERSION] {
+        let result = search_call(version, json!({"query": "title", "limit": 2})).await;
+        let structured = &result["structuredContent"];
+        assert_eq!(structured["total"], 5, "{version}: {result}");
+        let hits = structured["hits"].as_array().unwrap();
+        assert_eq!(hits.len(), 2);
+        assert!(hits[0]["uri"].as_str().unwrap().starts_with("orchestra://"));
+        assert!(hits[0]["score"].as_f64().unwrap() > 0.0);
+        assert!(structured["nextCursor"].is_string());
+        let content = result["content"].as_array().unwrap();
+        assert_eq!(content.len(), 3, "a text block, then one link per hit");
+        assert_eq!(content[0]["type"], "text");
+        assert!(content[0]["text"].as_str().unwrap().contains("cursor"));
+        assert_eq!(content[1]["type"], "resource_link");
+        assert_eq!(content[1]["uri"], hits[0]["uri"]);
+        assert_eq!(content[1]["mimeType"], "text/markdown");
+        assert!(content[1]["size"].is_u64());
+        assert_eq!(
+            result.get("resultType").is_some(),
+            version == STATELESS_VERSION
+        );
+    }
+    // Before 2025-06-18: text only, the structured result as a second text.
+    for version in ["2024-11-05", "2025-03-26"] {
+        let result = search_call(version, json!({"query": "title", "limit": 2})).await;
+        assert!(result.get("structuredContent").is_none(), "{result}");
+        let content = result["content"].as_array().unwrap();
+        assert_eq!(content.len(), 2);
+        assert!(content.iter().all(|c| c["type"] == "text"));
+        let structured: Value = serde_json::from_str(content[1]["text"].as_str().unwrap()).unwrap();
+        assert_eq!(structured["total"], 5);
+    }
+}
+
+#[tokio::test]
+async fn search_pages_follow_the_cursor_and_refuse_others() {
+    let mut seen = Vec::new();
+    let mut cursor = Value::Null;
+    loop {
+        let result = search_call(
+            "2025-11-25",
+            json!({"query": "", "under": "features", "limit": 1, "cursor": cursor}),
+        )
+        .await;
+        let structured = &result["structuredContent"];
+        seen.extend(
+            structured["hits"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| h["uri"].clone()),
+        );
+        cursor = structured["nextCursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+        // The cursor of another search is refused, as is a forged one.
+        for (query, bad) in [("other", cursor.clone()), ("", json!("AAAA"))] {
+            let refused = search_call(
+                "2025-11-25",
+                json!({"query": query, "under": "features", "cursor": bad}),
+            )
+            .await;
+            assert_eq!(refused["isError"], true, "{refused}");
+            assert!(
+                refused["content"][0]["text"]
+                    .as_str()
+                    .unwrap()
+                    .contains("invalid cursor")
+            );
+        }
+    }
+    assert_eq!(
+        seen,
+        [
+            json!("orchestra://features/FEAT-001"),
+            json!("orchestra://features/FEAT-002")
+        ]
+    );
+}
+
+#[tokio::test]
+async fn bad_search_arguments_are_tool_errors_and_unknown_tools_protocol_errors() {
+    for arguments in [
+        json!({"query": 1}),
+        json!({"query": "x", "limit": 0}),
+        json!({"query": "x", "limit": 101}),
+        json!({"query": "x", "under": "nope"}),
+        json!({"query": "x".repeat(4097)}),
+    ] {
+        for version in ["2025-11-25", STATELESS_VERSION] {
+            let result = search_call(version, arguments.clone()).await;
+            assert_eq!(result["isError"], true, "{arguments}: {result}");
+            assert!(result.get("structuredContent").is_none());
+        }
+    }
+    let out = responses(&[
+        INIT,
+        r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"grep","arguments":{}}}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{}}"#,
+    ])
+    .await;
+    assert_eq!(code_of(&out, json!(1)), -32602);
+    assert_eq!(code_of(&out, json!(2)), -32602);
 }

@@ -6,7 +6,7 @@ use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::params;
 
 use super::feed::kind_code;
-use super::{FEED_IMPORTS, NewDocument, Stats, load_stats};
+use super::{FEED_IMPORTS, NewDocument, Stats, load_stats, search};
 use crate::doc::{ChangeKind, DocKey};
 
 /// The one transaction of an import. Dropped without [`ImportTx::commit`], it
@@ -16,6 +16,9 @@ pub struct ImportTx {
     pub(super) seq: i64,
     /// The database held another project, replaced by this import.
     pub(super) replaced: bool,
+    /// The database held no document when the import began: the search
+    /// index is built in one pass at commit instead of a row at a time.
+    pub(super) bulk: bool,
     pub(super) finished: bool,
 }
 
@@ -32,29 +35,41 @@ impl ImportTx {
 
     /// Inserts a document or replaces the stored one with the same key.
     pub fn put(&self, doc: &NewDocument) -> Result<()> {
+        if !self.bulk {
+            search::unindex(&self.conn, &doc.key)?;
+        }
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO documents
-                (prefix, id, size, mtime_ns, hash, is_text, title, description, frontmatter, seq, body)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                (prefix, id, size, mtime_ns, hash, is_text, title, description, frontmatter, seq, body,
+                 body_start)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
              ON CONFLICT (prefix, id) DO UPDATE SET
                 size = excluded.size, mtime_ns = excluded.mtime_ns, hash = excluded.hash,
                 is_text = excluded.is_text, title = excluded.title,
                 description = excluded.description, frontmatter = excluded.frontmatter,
-                seq = excluded.seq, body = excluded.body",
+                seq = excluded.seq, body = excluded.body, body_start = excluded.body_start
+             RETURNING rowid",
         )?;
-        stmt.execute(params![
-            doc.key.prefix.as_str(),
-            doc.key.id,
-            doc.stat.size as i64,
-            doc.stat.mtime_ns,
-            &doc.stat.hash[..],
-            doc.is_text,
-            doc.title,
-            doc.description,
-            doc.frontmatter,
-            self.seq,
-            doc.body,
-        ])?;
+        let rowid: i64 = stmt.query_row(
+            params![
+                doc.key.prefix.as_str(),
+                doc.key.id,
+                doc.stat.size as i64,
+                doc.stat.mtime_ns,
+                &doc.stat.hash[..],
+                doc.is_text,
+                doc.title,
+                doc.description,
+                doc.frontmatter,
+                self.seq,
+                doc.body,
+                search::body_start(&doc.body) as i64,
+            ],
+            |r| r.get(0),
+        )?;
+        if !self.bulk {
+            search::index(&self.conn, rowid)?;
+        }
         Ok(())
     }
 
@@ -68,6 +83,9 @@ impl ImportTx {
     }
 
     pub fn remove(&self, key: &DocKey) -> Result<()> {
+        if !self.bulk {
+            search::unindex(&self.conn, key)?;
+        }
         self.conn
             .prepare_cached("DELETE FROM documents WHERE prefix = ?1 AND id = ?2")?
             .execute(params![key.prefix.as_str(), key.id])?;
@@ -91,6 +109,9 @@ impl ImportTx {
     /// number (and so whether the feed has rows under it).
     pub fn commit(mut self, changed: bool) -> Result<()> {
         if changed {
+            if self.bulk {
+                search::reindex_all(&self.conn)?;
+            }
             self.conn
                 .prepare_cached("UPDATE project SET seq = ?1")?
                 .execute([self.seq])?;

@@ -20,6 +20,7 @@
 
 mod feed;
 mod import_tx;
+mod search;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -33,12 +34,33 @@ use crate::doc::{DocKey, Prefix};
 
 pub use feed::{ChangeBatch, ChangeWatcher};
 pub use import_tx::ImportTx;
+pub use search::{Hit, SNIPPET_CHARS, SearchPage};
+
+/// A migration: its SQL, and a step in Rust that fills what SQL alone cannot,
+/// run in the same transaction.
+struct Migration {
+    sql: &'static str,
+    then: Option<fn(&Connection) -> Result<()>>,
+}
 
 /// The schema, one migration per entry, in order. Append only.
-const MIGRATIONS: &[&str] = &[
-    include_str!("../../migrations/0001_documents.sql"),
-    include_str!("../../migrations/0002_changes.sql"),
-    include_str!("../../migrations/0003_listing_index.sql"),
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        sql: include_str!("../../migrations/0001_documents.sql"),
+        then: None,
+    },
+    Migration {
+        sql: include_str!("../../migrations/0002_changes.sql"),
+        then: None,
+    },
+    Migration {
+        sql: include_str!("../../migrations/0003_listing_index.sql"),
+        then: None,
+    },
+    Migration {
+        sql: include_str!("../../migrations/0004_search.sql"),
+        then: Some(search::backfill),
+    },
 ];
 
 /// Imports whose changes the feed keeps. A server further behind than this
@@ -210,8 +232,12 @@ impl Store {
             conn,
             seq: 0,
             replaced: false,
+            bulk: false,
             finished: false,
         };
+        tx.bulk = !tx
+            .conn
+            .query_row("SELECT EXISTS (SELECT 1 FROM documents)", [], |r| r.get(0))?;
         let seq = match project(&tx.conn, root, replace, &self.path)? {
             Project::New => {
                 tx.conn.execute(
@@ -336,8 +362,31 @@ fn migrate(conn: &mut Connection) -> Result<()> {
             MIGRATIONS.len()
         );
     }
-    for sql in &MIGRATIONS[version..] {
-        tx.execute_batch(sql)?;
+    let documents: i64 = match version {
+        0 => 0,
+        _ => tx.query_row("SELECT count(*) FROM documents", [], |r| r.get(0))?,
+    };
+    for migration in &MIGRATIONS[version..] {
+        tx.execute_batch(migration.sql)?;
+        let Some(step) = migration.then else {
+            continue;
+        };
+        // Steps fill new structures from the stored documents: with many,
+        // that takes a while, and the user is told why (stderr: `serve`
+        // may be the one migrating).
+        let started = std::time::Instant::now();
+        if documents > 0 {
+            eprintln!(
+                "orchestra: upgrading the database: indexing {documents} documents for search…"
+            );
+        }
+        step(&tx)?;
+        if documents > 0 {
+            eprintln!(
+                "orchestra: indexed {documents} documents in {:.1} s",
+                started.elapsed().as_secs_f64()
+            );
+        }
     }
     tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64)?;
     tx.commit()?;
@@ -533,6 +582,45 @@ mod tests {
             .pragma_query_value(None, "journal_mode", |r| r.get(0))
             .unwrap();
         assert_eq!(mode, "wal");
+    }
+
+    #[test]
+    fn a_database_from_before_search_gets_its_index() {
+        let (_dir, path) = temp_db();
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        let conn = Connection::open(&path).unwrap();
+        for migration in &MIGRATIONS[..3] {
+            conn.execute_batch(migration.sql).unwrap();
+        }
+        conn.pragma_update(None, "user_version", 3).unwrap();
+        conn.execute_batch(
+            "INSERT INTO documents VALUES ('notes', 'a', 1, 1, x'00', 1, 'Alpha', NULL,
+                 '{\"status\":\"open\"}', 1, CAST('---\nstatus: open\n---\nzeta words' AS BLOB));
+             INSERT INTO documents VALUES ('notes', 'b', 1, 1, x'00', 1, 'Beta', NULL,
+                 NULL, 1, CAST('status is not a field here' AS BLOB));",
+        )
+        .unwrap();
+        drop(conn);
+        let store = Store::open_existing(&path).unwrap();
+        let reader = store.reader().unwrap();
+        let found = |query: &str, filters: &[&str]| -> Vec<String> {
+            let search = crate::search::Search::new(
+                query,
+                None,
+                filters
+                    .iter()
+                    .map(|f| crate::search::Filter::parse(f).unwrap())
+                    .collect(),
+            )
+            .unwrap();
+            let page = reader.search(&search, None, 10).unwrap();
+            page.hits.iter().map(|h| h.key.to_string()).collect()
+        };
+        assert_eq!(found("zeta", &[]), ["notes/a"]);
+        assert_eq!(found("alpha", &[]), ["notes/a"]);
+        // The frontmatter block is not text to search; its fields filter.
+        assert_eq!(found("status", &[]), ["notes/b"]);
+        assert_eq!(found("", &["status=open"]), ["notes/a"]);
     }
 
     #[test]

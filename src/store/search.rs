@@ -1,0 +1,681 @@
+//! Full-text search in SQL: keeping the FTS5 index and the frontmatter fields equal to the documents, and running a search page.
+//!
+//! The index (`search`, migration 0004) is external-content over the view
+//! `search_source`: every write passes the indexed values through that one
+//! view, and a delete passes the old values (FTS5 needs them; a delete by
+//! rowid alone corrupts an external-content index).
+
+use anyhow::Result;
+use rusqlite::types::Value;
+use rusqlite::{Connection, params_from_iter};
+
+use super::{Reader, key_from_row, successor};
+use crate::cursor::SearchResume;
+use crate::doc::DocKey;
+use crate::search::Search;
+
+/// One hit of a search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub key: DocKey,
+    pub title: String,
+    pub description: Option<String>,
+    pub size: u64,
+    /// About 200 characters around the best match, matched terms in `**`.
+    pub snippet: String,
+    /// Relevance, higher is better; 0 for hits listed in key order.
+    pub score: f64,
+}
+
+/// One page of a search.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SearchPage {
+    pub hits: Vec<Hit>,
+    /// Hits of the whole search, on every page.
+    pub total: u64,
+    /// Where the next page starts, when there is one.
+    pub next: Option<SearchResume>,
+}
+
+/// Characters a snippet keeps around the best match.
+pub const SNIPPET_CHARS: usize = 200;
+/// Tokens FTS5 puts in a snippet before it is clipped to [`SNIPPET_CHARS`].
+const SNIPPET_TOKENS: i64 = 32;
+
+/// The frontmatter fields of documents, as `where` filters compare them:
+/// scalars and the scalar items of lists, as YAML text.
+const FIELDS_OF: &str = "
+    INSERT OR IGNORE INTO fields (doc, name, value)
+    SELECT d.rowid, f.key,
+           CASE f.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false'
+                       WHEN 'null' THEN 'null' ELSE CAST(f.atom AS TEXT) END
+    FROM documents d, json_each(d.frontmatter) f
+    WHERE d.frontmatter IS NOT NULL AND json_valid(d.frontmatter)
+      AND f.type NOT IN ('object', 'array') AND DOCS
+    UNION ALL
+    SELECT d.rowid, f.key,
+           CASE i.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false'
+                       WHEN 'null' THEN 'null' ELSE CAST(i.atom AS TEXT) END
+    FROM documents d, json_each(d.frontmatter) f, json_each(f.value) i
+    WHERE d.frontmatter IS NOT NULL AND json_valid(d.frontmatter)
+      AND f.type = 'array' AND i.type NOT IN ('object', 'array') AND DOCS";
+
+/// Takes the document with this key out of the index and the fields. A key
+/// with no document is a no-op.
+pub(super) fn unindex(conn: &Connection, key: &DocKey) -> Result<()> {
+    let args = rusqlite::params![key.prefix.as_str(), key.id];
+    conn.prepare_cached(
+        "INSERT INTO search (search, rowid, key, title, description, body)
+         SELECT 'delete', rowid, key, title, description, body FROM search_source
+         WHERE rowid = (SELECT rowid FROM documents WHERE prefix = ?1 AND id = ?2)",
+    )?
+    .execute(args)?;
+    conn.prepare_cached(
+        "DELETE FROM fields WHERE doc = (SELECT rowid FROM documents WHERE prefix = ?1 AND id = ?2)",
+    )?
+    .execute(args)?;
+    Ok(())
+}
+
+/// Indexes the document stored under `rowid`, as it is now.
+pub(super) fn index(conn: &Connection, rowid: i64) -> Result<()> {
+    conn.prepare_cached(
+        "INSERT INTO search (rowid, key, title, description, body)
+         SELECT rowid, key, title, description, body FROM search_source WHERE rowid = ?1",
+    )?
+    .execute([rowid])?;
+    conn.prepare_cached(&FIELDS_OF.replace("DOCS", "d.rowid = ?1"))?
+        .execute([rowid])?;
+    Ok(())
+}
+
+/// Where the Markdown of a document starts: past its frontmatter block, if
+/// it has one (`search_source` indexes the body from there).
+pub(super) fn body_start(body: &[u8]) -> usize {
+    std::str::from_utf8(body)
+        .ok()
+        .and_then(crate::frontmatter::split)
+        .map_or(0, |(_, markdown)| body.len() - markdown.len())
+}
+
+/// Migration 0004's step in Rust: `body_start` of every stored document,
+/// then the index, from the stored rows alone.
+pub(super) fn backfill(conn: &Connection) -> Result<()> {
+    let starts = {
+        let mut stmt = conn.prepare("SELECT rowid, body FROM documents WHERE is_text")?;
+        let mut rows = stmt.query([])?;
+        let mut starts = Vec::new();
+        while let Some(row) = rows.next()? {
+            let start = body_start(row.get_ref(1)?.as_bytes()?);
+            if start > 0 {
+                starts.push((row.get::<_, i64>(0)?, start as i64));
+            }
+        }
+        starts
+    };
+    let mut update = conn.prepare("UPDATE documents SET body_start = ?2 WHERE rowid = ?1")?;
+    for (rowid, start) in starts {
+        update.execute([rowid, start])?;
+    }
+    reindex_all(conn)
+}
+
+/// Indexes every document again from the stored rows: after a bulk load,
+/// where one pass costs less than a row at a time.
+pub(super) fn reindex_all(conn: &Connection) -> Result<()> {
+    conn.execute_batch("INSERT INTO search (search) VALUES ('rebuild'); DELETE FROM fields;")?;
+    conn.execute(&FIELDS_OF.replace("DOCS", "1"), [])?;
+    Ok(())
+}
+
+/// The SQL conditions and their arguments shared by a page and its count.
+struct Conditions {
+    sql: String,
+    args: Vec<Value>,
+}
+
+impl Conditions {
+    fn new() -> Conditions {
+        Conditions {
+            sql: String::new(),
+            args: Vec::new(),
+        }
+    }
+
+    fn push(&mut self, sql: &str, args: impl IntoIterator<Item = Value>) {
+        self.sql.push_str(" AND ");
+        self.sql.push_str(sql);
+        self.args.extend(args);
+    }
+}
+
+/// `under` and `where`: `under` on the documents aliased `d`, `where` on
+/// the rowid column `rowid` (so a search without `under` need not read the
+/// documents of every hit).
+fn filters(search: &Search, rowid: &str) -> Conditions {
+    let mut conditions = Conditions::new();
+    if let Some(under) = &search.under {
+        conditions.push(
+            "d.prefix = ?",
+            [Value::from(under.prefix.as_str().to_string())],
+        );
+        if let Some(folder) = &under.folder {
+            conditions.push("d.id >= ?", [Value::from(folder.clone())]);
+            if let Some(upper) = successor(folder) {
+                conditions.push("d.id < ?", [Value::from(upper)]);
+            }
+        }
+    }
+    for filter in &search.filters {
+        conditions.push(
+            &format!("{rowid} IN (SELECT doc FROM fields WHERE name = ? AND value = ?)"),
+            [
+                Value::from(filter.name.clone()),
+                Value::from(filter.value.clone()),
+            ],
+        );
+    }
+    conditions
+}
+
+impl Reader {
+    /// One page of `search`: up to `limit` hits from `resume` on, and the
+    /// number of hits in all. One read transaction, so page and total agree.
+    pub fn search(
+        &self,
+        search: &Search,
+        resume: Option<&SearchResume>,
+        limit: usize,
+    ) -> Result<SearchPage> {
+        self.conn.execute_batch("BEGIN")?;
+        let page = self.search_in_transaction(search, resume, limit);
+        // A read transaction has nothing to keep: ending it cannot lose data.
+        let _ = self.conn.execute_batch("COMMIT");
+        page
+    }
+
+    fn search_in_transaction(
+        &self,
+        search: &Search,
+        resume: Option<&SearchResume>,
+        limit: usize,
+    ) -> Result<SearchPage> {
+        let compiled = search.compile();
+        match compiled.matching {
+            Some(matching) => self.ranked(search, &matching, resume, limit),
+            None => self.in_key_order(search, compiled.excluded.as_deref(), resume, limit),
+        }
+    }
+
+    /// Hits by relevance (BM25 as configured in the index), ties by key.
+    fn ranked(
+        &self,
+        search: &Search,
+        matching: &str,
+        resume: Option<&SearchResume>,
+        limit: usize,
+    ) -> Result<SearchPage> {
+        let offset = match resume {
+            Some(SearchResume::Offset(offset)) => *offset,
+            // A key-order cursor cannot come from a search with words: its
+            // fingerprint would differ. Start over rather than fail.
+            _ => 0,
+        };
+        let mut args = vec![Value::from(matching.to_string())];
+        let conditions = filters(search, "search.rowid");
+        // Counting needs the documents only to apply `under`.
+        let from = match search.under {
+            Some(_) => "search JOIN documents d ON d.rowid = search.rowid",
+            None => "search",
+        };
+        let total: i64 = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT count(*) FROM {from} WHERE search MATCH ?{}",
+                conditions.sql
+            ))?
+            .query_row(
+                params_from_iter(args.iter().chain(conditions.args.iter())),
+                |r| r.get(0),
+            )?;
+        args.extend(conditions.args.iter().cloned());
+        // One row more than the page says whether another follows.
+        args.push(Value::from(limit as i64 + 1));
+        args.push(Value::from(i64::try_from(offset).unwrap_or(i64::MAX)));
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT d.rowid, search.rank, d.prefix, d.id, d.title, d.description, d.size
+             FROM search JOIN documents d ON d.rowid = search.rowid
+             WHERE search MATCH ?{}
+             ORDER BY search.rank, d.prefix, d.id LIMIT ? OFFSET ?",
+            conditions.sql
+        ))?;
+        let mut rows = stmt
+            .query_map(params_from_iter(args.iter()), |r| {
+                let rank: f64 = r.get(1)?;
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    Hit {
+                        key: key_from_row(r.get_ref(2)?.as_str()?, r.get(3)?)?,
+                        title: r.get(4)?,
+                        description: r.get(5)?,
+                        size: r.get::<_, i64>(6)? as u64,
+                        snippet: String::new(),
+                        score: -rank,
+                    },
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let next = (rows.len() > limit).then(|| SearchResume::Offset(offset + limit as u64));
+        rows.truncate(limit);
+        // Snippets for the page only: computed in the ranking query, they
+        // would cost one per hit of the whole search.
+        let mut snippet = self.conn.prepare_cached(&format!(
+            "SELECT snippet(search, 3, '**', '**', '…', {SNIPPET_TOKENS}) FROM search
+             WHERE search MATCH ?1 AND rowid = ?2"
+        ))?;
+        let mut hits = Vec::with_capacity(rows.len());
+        for (rowid, mut hit) in rows {
+            let text: Option<String> = snippet
+                .query_row(rusqlite::params![matching, rowid], |r| r.get(0))
+                .ok();
+            hit.snippet = match text {
+                // Matched in the body: the text around the match.
+                Some(text) if text.contains("**") => clip(&text),
+                // Matched in the key or title only: the body's first lines.
+                _ => self.lead(rowid)?,
+            };
+            hits.push(hit);
+        }
+        Ok(SearchPage {
+            hits,
+            total: total as u64,
+            next,
+        })
+    }
+
+    /// Hits in key order: a search with filters only, or with exclusions only.
+    fn in_key_order(
+        &self,
+        search: &Search,
+        excluded: Option<&str>,
+        resume: Option<&SearchResume>,
+        limit: usize,
+    ) -> Result<SearchPage> {
+        let mut conditions = filters(search, "d.rowid");
+        if let Some(excluded) = excluded {
+            conditions.push(
+                "d.rowid NOT IN (SELECT rowid FROM search WHERE search MATCH ?)",
+                [Value::from(excluded.to_string())],
+            );
+        }
+        let total: i64 = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT count(*) FROM documents d WHERE 1{}",
+                conditions.sql
+            ))?
+            .query_row(params_from_iter(conditions.args.iter()), |r| r.get(0))?;
+        let (prefix, id) = match resume {
+            Some(SearchResume::After(key)) => (key.prefix.as_str(), key.id.as_str()),
+            _ => ("", ""),
+        };
+        let mut args = vec![Value::from(prefix.to_string()), Value::from(id.to_string())];
+        args.extend(conditions.args.iter().cloned());
+        args.push(Value::from(limit as i64 + 1));
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT d.rowid, d.prefix, d.id, d.title, d.description, d.size FROM documents d
+             WHERE (d.prefix, d.id) > (?, ?){} ORDER BY d.prefix, d.id LIMIT ?",
+            conditions.sql
+        ))?;
+        let mut rows = stmt
+            .query_map(params_from_iter(args.iter()), |r| {
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    Hit {
+                        key: key_from_row(r.get_ref(1)?.as_str()?, r.get(2)?)?,
+                        title: r.get(3)?,
+                        description: r.get(4)?,
+                        size: r.get::<_, i64>(5)? as u64,
+                        snippet: String::new(),
+                        score: 0.0,
+                    },
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        let next = if rows.len() > limit {
+            rows.truncate(limit);
+            rows.last()
+                .map(|(_, hit)| SearchResume::After(hit.key.clone()))
+        } else {
+            None
+        };
+        let mut hits = Vec::with_capacity(rows.len());
+        for (rowid, mut hit) in rows {
+            hit.snippet = self.lead(rowid)?;
+            hits.push(hit);
+        }
+        Ok(SearchPage {
+            hits,
+            total: total as u64,
+            next,
+        })
+    }
+
+    /// The start of a document's Markdown, past its frontmatter, clipped
+    /// like a snippet. Empty for a binary document.
+    fn lead(&self, rowid: i64) -> Result<String> {
+        // Enough bytes for the snippet, even with long runs of whitespace.
+        let head: Option<Vec<u8>> = self
+            .conn
+            .prepare_cached(
+                "SELECT CASE WHEN is_text THEN substr(body, body_start + 1, 2048) END
+                 FROM documents WHERE rowid = ?1",
+            )?
+            .query_row([rowid], |r| r.get(0))?;
+        let Some(head) = head else {
+            return Ok(String::new());
+        };
+        let text = String::from_utf8_lossy(&head);
+        // The cut may have split the last character.
+        Ok(clip(text.trim_end_matches('\u{FFFD}')))
+    }
+}
+
+/// One line of at most [`SNIPPET_CHARS`] characters: whitespace runs become
+/// one space, and a cut never leaves a `**` open.
+fn clip(text: &str) -> String {
+    let mut line = String::with_capacity(text.len().min(SNIPPET_CHARS * 4));
+    let mut chars = 0;
+    let mut clipped = false;
+    for word in text.split_whitespace() {
+        let len = word.chars().count();
+        if chars > 0 && chars + 1 + len > SNIPPET_CHARS {
+            clipped = true;
+            break;
+        }
+        if chars > 0 {
+            line.push(' ');
+            chars += 1;
+        }
+        if len > SNIPPET_CHARS {
+            line.extend(word.chars().take(SNIPPET_CHARS));
+            clipped = true;
+            break;
+        }
+        line.push_str(word);
+        chars += len;
+    }
+    if line.matches("**").count() % 2 == 1 {
+        line.push_str("**");
+    }
+    if clipped && !line.ends_with('…') {
+        line.push('…');
+    }
+    line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::doc::Prefix;
+    use crate::search::{Filter, Under};
+    use crate::store::{FileStat, NewDocument, Store};
+
+    fn doc(key: &str, title: &str, frontmatter: Option<&str>, body: &[u8]) -> NewDocument {
+        let (prefix, id) = key.split_once('/').unwrap();
+        NewDocument {
+            key: DocKey::new(Prefix::parse(prefix).unwrap(), id),
+            stat: FileStat {
+                size: body.len() as u64,
+                mtime_ns: 1,
+                hash: *blake3::hash(body).as_bytes(),
+            },
+            is_text: std::str::from_utf8(body).is_ok(),
+            title: title.to_string(),
+            description: None,
+            frontmatter: frontmatter.map(str::to_string),
+            body: body.to_vec(),
+        }
+    }
+
+    fn import(store: &Store, docs: &[NewDocument], removed: &[&str]) {
+        let tx = store.begin_import("/p", false).unwrap();
+        for d in docs {
+            tx.put(d).unwrap();
+        }
+        for key in removed {
+            let (prefix, id) = key.split_once('/').unwrap();
+            tx.remove(&DocKey::new(Prefix::parse(prefix).unwrap(), id))
+                .unwrap();
+        }
+        tx.commit(true).unwrap();
+    }
+
+    /// The keys of every hit, following the cursors, and the total.
+    fn keys(store: &Store, query: &str, under: Option<&str>, filters: &[&str]) -> Vec<String> {
+        let search = Search::new(
+            query,
+            under.map(|u| Under::parse(u).unwrap()),
+            filters.iter().map(|f| Filter::parse(f).unwrap()).collect(),
+        )
+        .unwrap();
+        let reader = store.reader().unwrap();
+        let mut keys = Vec::new();
+        let mut resume = None;
+        loop {
+            let page = reader.search(&search, resume.as_ref(), 2).unwrap();
+            keys.extend(page.hits.iter().map(|h| h.key.to_string()));
+            assert!(page.total as usize >= keys.len());
+            match page.next {
+                Some(next) => resume = Some(next),
+                None => {
+                    assert_eq!(page.total as usize, keys.len(), "{query:?}: total");
+                    return keys;
+                }
+            }
+        }
+    }
+
+    fn integrity(store: &Store) {
+        let reader = store.reader().unwrap();
+        reader
+            .conn
+            .execute(
+                "INSERT INTO search (search, rank) VALUES ('integrity-check', 1)",
+                [],
+            )
+            .unwrap();
+    }
+
+    #[test]
+    fn finds_what_the_documents_hold() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(&dir.path().join("db")).unwrap();
+        let docs = [
+            doc(
+                "features/FEAT-0012",
+                "Login code",
+                Some(r#"{"status":"open","tags":["sync","offline"],"points":3,"done":false}"#),
+                b"---\nstatus: open\n---\nThe login code is sent by mail. Sign in with it.",
+            ),
+            doc(
+                "features/FEAT-0013",
+                "Café Résumé",
+                Some(r#"{"status":"closed","tags":["sync"]}"#),
+                b"A draft about the C++ port, v2.1, and foo.bar syncing.",
+            ),
+            doc(
+                "docs/adr/0006",
+                "Sync protocol",
+                Some(r#"{"status":"open"}"#),
+                b"We sign documents in batches. See FEAT-0012.",
+            ),
+            doc("docs/adrs", "Not under docs/adr", None, b"signin and login"),
+            doc(
+                "notes/blob",
+                "Binary zebra",
+                None,
+                b"\xff\xfe zebra-in-body",
+            ),
+        ];
+        import(&store, &docs, &[]);
+        integrity(&store);
+        let check = |query: &str, under: Option<&str>, filters: &[&str], expected: &[&str]| {
+            assert_eq!(
+                keys(&store, query, under, filters),
+                expected,
+                "{query:?} {under:?} {filters:?}"
+            );
+        };
+        check("login code", None, &[], &["features/FEAT-0012"]);
+        check("cafe resume", None, &[], &["features/FEAT-0013"]);
+        check("CAFÉ", None, &[], &["features/FEAT-0013"]);
+        check("\"sign in\"", None, &[], &["features/FEAT-0012"]);
+        check("sync*", None, &[], &["docs/adr/0006", "features/FEAT-0013"]);
+        check(
+            "login OR signin",
+            None,
+            &[],
+            &["docs/adrs", "features/FEAT-0012"],
+        );
+        check("login -draft -signin", None, &[], &["features/FEAT-0012"]);
+        // The id ranks first, then a document that mentions it.
+        check(
+            "FEAT-0012",
+            None,
+            &[],
+            &["features/FEAT-0012", "docs/adr/0006"],
+        );
+        check(
+            "orchestra://features/FEAT-0012",
+            None,
+            &[],
+            &["features/FEAT-0012"],
+        );
+        check("C++", None, &[], &["features/FEAT-0013"]);
+        check("v2.1 foo.bar", None, &[], &["features/FEAT-0013"]);
+        // A binary document: found by its title and key, not its bytes.
+        check("zebra", None, &[], &["notes/blob"]);
+        check("body", None, &[], &[]);
+        check("sign*", Some("docs/adr"), &[], &["docs/adr/0006"]);
+        check("", Some("docs/adr"), &[], &["docs/adr/0006"]);
+        check("", Some("docs"), &[], &["docs/adr/0006", "docs/adrs"]);
+        check(
+            "",
+            None,
+            &["status=open"],
+            &["docs/adr/0006", "features/FEAT-0012"],
+        );
+        check(
+            "",
+            None,
+            &["tags=sync"],
+            &["features/FEAT-0012", "features/FEAT-0013"],
+        );
+        check(
+            "",
+            None,
+            &["tags=sync", "status=open"],
+            &["features/FEAT-0012"],
+        );
+        check(
+            "",
+            None,
+            &["points=3", "done=false"],
+            &["features/FEAT-0012"],
+        );
+        check("", None, &["status=Open"], &[]);
+        check("sync*", None, &["status=open"], &["docs/adr/0006"]);
+        check("-sync*", Some("features"), &[], &["features/FEAT-0012"]);
+        check(
+            "",
+            None,
+            &[],
+            &[
+                "docs/adr/0006",
+                "docs/adrs",
+                "features/FEAT-0012",
+                "features/FEAT-0013",
+                "notes/blob",
+            ],
+        );
+        check("AND NOT NEAR(", None, &[], &[]);
+        check(
+            ") \" * -",
+            None,
+            &[],
+            &[
+                "docs/adr/0006",
+                "docs/adrs",
+                "features/FEAT-0012",
+                "features/FEAT-0013",
+                "notes/blob",
+            ],
+        );
+
+        // Incremental: new words found, old ones gone, removed never a hit.
+        let changed = [doc(
+            "features/FEAT-0012",
+            "Passkeys",
+            Some(r#"{"status":"closed"}"#),
+            b"Passkeys replace the mailed code.",
+        )];
+        import(&store, &changed, &["docs/adr/0006"]);
+        integrity(&store);
+        check("passkeys", None, &[], &["features/FEAT-0012"]);
+        check("login", None, &[], &["docs/adrs"]);
+        check("batches", None, &[], &[]);
+        check("", None, &["status=open"], &[]);
+        check(
+            "",
+            None,
+            &["status=closed"],
+            &["features/FEAT-0012", "features/FEAT-0013"],
+        );
+    }
+
+    #[test]
+    fn snippets_mark_the_match() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(&dir.path().join("db")).unwrap();
+        let long = format!(
+            "---\ntitle: x\n---\n{} needle {}",
+            "hay ".repeat(200),
+            "stack ".repeat(200)
+        );
+        import(
+            &store,
+            &[doc("notes/a", "A title", Some("{}"), long.as_bytes())],
+            &[],
+        );
+        let reader = store.reader().unwrap();
+        let page = reader
+            .search(&Search::new("needle", None, vec![]).unwrap(), None, 20)
+            .unwrap();
+        let snippet = &page.hits[0].snippet;
+        assert!(snippet.contains("**needle**"), "{snippet}");
+        assert!(snippet.chars().count() <= SNIPPET_CHARS + 2, "{snippet}");
+        assert!(page.hits[0].score > 0.0);
+        // A title hit shows the start of the body, past the frontmatter.
+        let page = reader
+            .search(&Search::new("title", None, vec![]).unwrap(), None, 20)
+            .unwrap();
+        assert!(
+            page.hits[0].snippet.starts_with("hay hay"),
+            "{}",
+            page.hits[0].snippet
+        );
+    }
+
+    #[test]
+    fn clips_to_one_short_line() {
+        assert_eq!(clip("  a\n\n b\tc "), "a b c");
+        let long = "word ".repeat(100);
+        let clipped = clip(&long);
+        assert!(clipped.chars().count() <= SNIPPET_CHARS + 1, "{clipped}");
+        assert!(clipped.ends_with('…'));
+        let open = format!("{} **match** tail", "x".repeat(195));
+        assert_eq!(clip(&open).matches("**").count() % 2, 0);
+        assert_eq!(clip(&"é".repeat(300)).chars().count(), SNIPPET_CHARS + 1);
+    }
+}
