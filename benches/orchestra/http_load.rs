@@ -1,0 +1,371 @@
+//! HTTP load: many clients, each on its own keep-alive connection to one `orchestra serve --http`, listing everything and then reading at random; and its table.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde::de::IgnoredAny;
+use serde_json::{Value, json};
+
+use crate::Res;
+use crate::http_client::{HttpClient, HttpServer};
+use crate::process::{proc_cpu_s, proc_rss, self_cpu_s};
+use crate::rng::Rng;
+use crate::stats::{micros, percentile};
+use crate::stdio_client::{Envelope, ListResult};
+use crate::units::{fmt_value, thousands};
+
+/// `params._meta` of a stateless 2026-07-28 request: no session needed.
+const STATELESS_META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+/// `resources/read` requests each HTTP client sends after its listing.
+const HTTP_READS: usize = 1000;
+/// Error messages kept (the count is exact).
+const ERRORS_KEPT: usize = 5;
+
+/// What one HTTP client saw.
+#[derive(Default)]
+struct ClientRun {
+    list: Vec<Duration>,
+    read: Vec<Duration>,
+    listed: usize,
+    errors: usize,
+    messages: Vec<String>,
+}
+
+impl ClientRun {
+    fn error(&mut self, message: String) {
+        self.errors += 1;
+        if self.messages.len() < ERRORS_KEPT {
+            self.messages.push(message);
+        }
+    }
+}
+
+/// One client: the whole listing (following `nextCursor`), then `reads`
+/// random documents from it. Every request is a stateless 2026-07-28 one.
+fn client(
+    port: u16,
+    n: usize,
+    reads: usize,
+    rng: &mut Rng,
+    start: &std::sync::Barrier,
+) -> ClientRun {
+    let mut run = ClientRun::default();
+    let connected = HttpClient::connect(port);
+    // Everybody starts together, connected or not.
+    start.wait();
+    let mut client = match connected {
+        Ok(client) => client,
+        Err(e) => {
+            run.error(format!("connect: {e}"));
+            return run;
+        }
+    };
+    let mut next_id = 0u64;
+    let mut uris = Vec::with_capacity(n);
+    let mut cursor: Option<String> = None;
+    loop {
+        next_id += 1;
+        let cursor_param = match &cursor {
+            Some(c) => format!("\"cursor\":{},", Value::from(c.as_str())),
+            None => String::new(),
+        };
+        let body = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{next_id},\"method\":\"resources/list\",\"params\":{{{cursor_param}\"_meta\":{STATELESS_META}}}}}"
+        );
+        let started = Instant::now();
+        let answer = client.post(&body);
+        run.list.push(started.elapsed());
+        let page = match answer {
+            Ok((200, reply)) => match serde_json::from_slice::<Envelope<ListResult>>(&reply) {
+                Ok(Envelope {
+                    result: Some(page),
+                    error: None,
+                    ..
+                }) => page,
+                Ok(reply) => {
+                    run.error(format!("resources/list: {:?}", reply.error));
+                    break;
+                }
+                Err(e) => {
+                    run.error(format!("resources/list: unreadable reply: {e}"));
+                    break;
+                }
+            },
+            Ok((status, reply)) => {
+                run.error(format!(
+                    "resources/list: HTTP {status}: {}",
+                    String::from_utf8_lossy(&reply)
+                ));
+                break;
+            }
+            Err(e) => {
+                run.error(format!("resources/list: {e}"));
+                client.closed = true;
+                break;
+            }
+        };
+        uris.extend(page.resources.into_iter().map(|r| r.uri));
+        match page.next_cursor {
+            Some(next) => cursor = Some(next),
+            None => break,
+        }
+    }
+    run.listed = uris.len();
+    if uris.len() != n {
+        run.error(format!("the listing has {} resources, not {n}", uris.len()));
+    }
+    if uris.is_empty() {
+        return run;
+    }
+    for _ in 0..reads {
+        next_id += 1;
+        let uri = Value::from(uris[rng.below(uris.len())].as_str());
+        let body = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{next_id},\"method\":\"resources/read\",\"params\":{{\"uri\":{uri},\"_meta\":{STATELESS_META}}}}}"
+        );
+        let started = Instant::now();
+        let answer = client.post(&body);
+        run.read.push(started.elapsed());
+        match answer {
+            Ok((200, reply)) => match serde_json::from_slice::<Envelope<IgnoredAny>>(&reply) {
+                Ok(Envelope {
+                    result: Some(_),
+                    error: None,
+                    id: Some(id),
+                }) if id == next_id => {}
+                Ok(reply) => run.error(format!("resources/read {uri}: {:?}", reply.error)),
+                Err(e) => run.error(format!("resources/read {uri}: unreadable reply: {e}")),
+            },
+            Ok((status, reply)) => run.error(format!(
+                "resources/read {uri}: HTTP {status}: {}",
+                String::from_utf8_lossy(&reply)
+            )),
+            Err(e) => {
+                run.error(format!("resources/read {uri}: {e}"));
+                client.closed = true;
+            }
+        }
+    }
+    run
+}
+
+pub struct HttpLoad {
+    pub clients: usize,
+    pub reads_per_client: usize,
+    pub requests: usize,
+    pub list_requests: usize,
+    pub pages_per_client: usize,
+    pub errors: usize,
+    pub messages: Vec<String>,
+    pub wall_s: f64,
+    pub list_p50_us: f64,
+    pub list_p99_us: f64,
+    pub read_p50_us: f64,
+    pub read_p99_us: f64,
+    pub server_hwm_kb: u64,
+    pub server_cpu_s: f64,
+    pub bench_cpu_s: f64,
+}
+
+/// `clients` threads, each on its own keep-alive connection to a fresh
+/// `orchestra serve --http`: the whole listing, then `HTTP_READS` reads.
+pub fn measure(bin: &Path, db: &Path, n: usize, clients: usize, seed: u64) -> Res<HttpLoad> {
+    let server = HttpServer::start(bin, db)?;
+    let port = server.port;
+    let pid = server.child.id();
+    let start = std::sync::Barrier::new(clients + 1);
+    let (runs, wall, server_cpu_s, bench_cpu_s) = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..clients)
+            .map(|c| {
+                let start = &start;
+                std::thread::Builder::new()
+                    .stack_size(256 * 1024)
+                    .spawn_scoped(scope, move || {
+                        let mut rng = Rng::new(seed, 0x4854_5450 + c as u64);
+                        client(port, n, HTTP_READS, &mut rng, start)
+                    })
+            })
+            .collect::<std::io::Result<_>>()?;
+        let (server_cpu, bench_cpu) = (proc_cpu_s(pid), self_cpu_s());
+        start.wait();
+        let started = Instant::now();
+        let mut runs = Vec::with_capacity(clients);
+        for handle in handles {
+            runs.push(
+                handle
+                    .join()
+                    .map_err(|_| "an HTTP client thread panicked")?,
+            );
+        }
+        let wall = started.elapsed();
+        Ok::<_, Box<dyn std::error::Error>>((
+            runs,
+            wall,
+            proc_cpu_s(pid) - server_cpu,
+            self_cpu_s() - bench_cpu,
+        ))
+    })?;
+    let (_, server_hwm_kb) = proc_rss(pid);
+    server.stop()?;
+
+    let mut list = Vec::new();
+    let mut read = Vec::new();
+    let mut errors = 0;
+    let mut messages = Vec::new();
+    for run in &runs {
+        list.extend_from_slice(&run.list);
+        read.extend_from_slice(&run.read);
+        errors += run.errors;
+        messages.extend(
+            run.messages
+                .iter()
+                .take(ERRORS_KEPT - messages.len().min(ERRORS_KEPT))
+                .cloned(),
+        );
+    }
+    for message in &messages {
+        eprintln!("[{n} docs] HTTP error: {message}");
+    }
+    let us = |samples: &mut Vec<Duration>, p: f64| {
+        if samples.is_empty() {
+            0.0
+        } else {
+            micros(percentile(samples, p))
+        }
+    };
+    Ok(HttpLoad {
+        clients,
+        reads_per_client: HTTP_READS,
+        requests: list.len() + read.len(),
+        list_requests: list.len(),
+        pages_per_client: runs.iter().map(|r| r.list.len()).max().unwrap_or(0),
+        errors,
+        messages,
+        wall_s: wall.as_secs_f64(),
+        list_p50_us: us(&mut list, 50.0),
+        list_p99_us: us(&mut list, 99.0),
+        read_p50_us: us(&mut read, 50.0),
+        read_p99_us: us(&mut read, 99.0),
+        server_hwm_kb,
+        server_cpu_s,
+        bench_cpu_s,
+    })
+}
+
+impl HttpLoad {
+    pub fn table(&self, docs: usize) -> String {
+        let mut out = format!(
+            "## HTTP load: {} clients, {} documents\n\n\
+             `orchestra serve --http 127.0.0.1:0`; each client on its own keep-alive connection, \
+             stateless 2026-07-28 requests: the whole listing (pages of 500, following \
+             `nextCursor`), then {} `resources/read` of random documents from it.\n\n",
+            self.clients,
+            thousands(docs as u64),
+            thousands(self.reads_per_client as u64),
+        );
+        out.push_str("| figure | value | target | meets? |\n|---|---:|---|---|\n");
+        let mut row = |figure: String, value: String, target: &str, meets: &str| {
+            writeln!(out, "| {figure} | {value} | {target} | {meets} |").unwrap();
+        };
+        row(
+            "errors (JSON-RPC errors, non-200 statuses, failed connections, short listings)".into(),
+            thousands(self.errors as u64),
+            "no errors",
+            if self.errors == 0 { "yes" } else { "**NO**" },
+        );
+        row(
+            format!(
+                "requests ({} × ({} list pages + {} reads))",
+                self.clients,
+                self.pages_per_client,
+                thousands(self.reads_per_client as u64)
+            ),
+            thousands(self.requests as u64),
+            "—",
+            "",
+        );
+        row("wall time".into(), fmt_value(self.wall_s, "s"), "—", "");
+        row(
+            "requests/s".into(),
+            format!(
+                "{}/s",
+                thousands((self.requests as f64 / self.wall_s).round() as u64)
+            ),
+            "—",
+            "",
+        );
+        row(
+            "list page of 500 p50".into(),
+            fmt_value(self.list_p50_us, "µs"),
+            "—",
+            "",
+        );
+        row(
+            "list page of 500 p99".into(),
+            fmt_value(self.list_p99_us, "µs"),
+            "—",
+            "",
+        );
+        row(
+            "resources/read p50".into(),
+            fmt_value(self.read_p50_us, "µs"),
+            "—",
+            "",
+        );
+        row(
+            "resources/read p99".into(),
+            fmt_value(self.read_p99_us, "µs"),
+            "—",
+            "",
+        );
+        row(
+            "server peak RSS (VmHWM)".into(),
+            fmt_value(self.server_hwm_kb as f64 / 1024.0, "MB"),
+            "—",
+            "",
+        );
+        row(
+            "server CPU (user + system)".into(),
+            format!(
+                "{:.1} s ({:.2} cores)",
+                self.server_cpu_s,
+                self.server_cpu_s / self.wall_s
+            ),
+            "—",
+            "",
+        );
+        row(
+            "bench clients' CPU (same machine)".into(),
+            format!(
+                "{:.1} s ({:.2} cores)",
+                self.bench_cpu_s,
+                self.bench_cpu_s / self.wall_s
+            ),
+            "—",
+            "",
+        );
+        out
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "clients": self.clients,
+            "reads_per_client": self.reads_per_client,
+            "requests": self.requests,
+            "list_requests": self.list_requests,
+            "errors": self.errors,
+            "error_samples": self.messages,
+            "wall_s": self.wall_s,
+            "requests_per_s": self.requests as f64 / self.wall_s,
+            "list_p50_us": self.list_p50_us,
+            "list_p99_us": self.list_p99_us,
+            "read_p50_us": self.read_p50_us,
+            "read_p99_us": self.read_p99_us,
+            "server_vmhwm_kb": self.server_hwm_kb,
+            "server_cpu_s": self.server_cpu_s,
+            "bench_cpu_s": self.bench_cpu_s,
+            "meets_no_errors": self.errors == 0,
+        })
+    }
+}

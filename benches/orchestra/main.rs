@@ -1,0 +1,347 @@
+//! End-to-end benchmark of orchestra against a raw SQLite baseline on the same bytes.
+//!
+//! ```text
+//! cargo build --release
+//! cargo bench --bench orchestra -- --docs 100000 [--docs 1000,10000] [--json FILE] [--1m]
+//! ```
+//!
+//! For each size N it generates a deterministic synthetic backlog of N Markdown
+//! files (features, notes, nested docs, ~2 KB each, YAML frontmatter on 90%,
+//! a few non-ASCII ids) in a temporary folder, then measures, on those files:
+//!
+//! * raw: a child process (this binary, `--raw-insert`) that walks the folder,
+//!   reads every file and inserts it with one reused prepared statement in one
+//!   transaction into a table shaped like orchestra's `documents` (WAL,
+//!   synchronous=NORMAL, page_size 16384, unique index on (prefix, id)); then,
+//!   in this process, keyset pages of 100 at the start and at the end, point
+//!   reads by (prefix, id), and a full keyset listing in pages of 500.
+//! * orchestra: the release binary (`$ORCHESTRA_BIN`, default
+//!   `target/release/orchestra`): cold import, re-import with nothing changed,
+//!   re-import after 1% of the files changed, each with its peak RSS (from
+//!   `wait4`); then `orchestra serve` over a pipe with a small pipelined
+//!   JSON-RPC client: full listing, page of 100 at the start and the end
+//!   (`--page-size 100`), `resources/read` latency and throughput, server RSS;
+//!   then notification latency: a server subscribed (`resources/subscribe`)
+//!   to 10 documents, and 30 times: one of them rewritten, `orchestra import`
+//!   run as a child process, and the time to `notifications/resources/updated`
+//!   for that URI on the client from the import's commit (seen by a bench
+//!   thread polling `PRAGMA data_version` every 0.5 ms), from its exit, and
+//!   from its start.
+//! * HTTP load, at the largest size only: `orchestra serve --http
+//!   127.0.0.1:0` and 50 client threads (`--http-clients N`), each on its own
+//!   keep-alive connection with a minimal HTTP/1.1 client, sending stateless
+//!   2026-07-28 requests: the whole listing, then 1,000 random reads. Errors
+//!   (must be 0), requests/s, p50/p99 of pages and reads, server `VmHWM`.
+//!
+//! Flags: `--docs N` (repeatable, or a comma list; default 1000,10000,100000),
+//! `--1m` (adds 1,000,000: ~2.1 GB of files plus two ~2.5–2.8 GB databases;
+//! about 9 minutes on 2 cores, 3 of them removing the files), `--json FILE` (the same figures as JSON), `--dir
+//! DIR` (where the temporary folders go; default `$TMPDIR`), `--reads N`
+//! (sequential reads, default 1000), `--pipelined N` (reads with 64 in flight,
+//! default 10000), `--seed N`, `--keep` (keep the backlogs and databases, to
+//! profile `orchestra import DIR/project --db DIR/orchestra.db` by hand),
+//! `--http-clients N` (default 50), `--no-http` (skip the HTTP load).
+//!
+//! # Layout
+//!
+//! This file holds the flags and the order of the measurements (`run`, then
+//! `bench_size` for each size). One module per thing measured:
+//!
+//! * `backlog`: the synthetic Markdown files; `rng`: the seeded PRNG.
+//! * `raw_sqlite`: the raw SQLite baseline (insert child and reads).
+//! * `import`: cold, unchanged and 1% imports with their peak RSS.
+//! * `serve`: listing, pages, reads, throughput and RSS over a pipe, with
+//!   `stdio_client`, the pipelined JSON-RPC client it drives.
+//! * `notification`: import commit → `notifications/resources/updated`.
+//! * `http_load`: many HTTP clients at once, with `http_client`.
+//! * `report`: tables, JSON, progress; `units`: how figures are written;
+//!   `stats`: sample counts and percentiles; `process`: `wait4`, RSS, CPU;
+//!   `machine`: the binary under test and the machine.
+//!
+//! To add a measurement: write `NAME.rs` starting with a `//!` line that says
+//! what it measures, with a `measure(..) -> Res<Figures>` and a
+//! `Figures::rows(..) -> Vec<Row>` (rows keep the table's columns; a figure
+//! that is not a table row goes into `details`, or gets its own table like
+//! `http_load`); declare it below; call it in `bench_size` where it belongs in
+//! the order (it sees the files and databases the earlier steps left) and
+//! append its rows; then describe it above and in BENCHMARKS.md.
+
+mod backlog;
+mod http_client;
+mod http_load;
+mod import;
+mod machine;
+mod notification;
+mod process;
+mod raw_sqlite;
+mod report;
+mod rng;
+mod serve;
+mod stats;
+mod stdio_client;
+mod units;
+
+use std::collections::BTreeSet;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use crate::backlog::Backlog;
+use crate::report::{SizeResult, across_json, across_sizes, step};
+use crate::serve::IN_FLIGHT;
+
+const DEFAULT_SIZES: [usize; 3] = [1_000, 10_000, 100_000];
+const ONE_MILLION: usize = 1_000_000;
+const DEFAULT_SEED: u64 = 0x0DC5_EED5_2025;
+/// Clients of the HTTP load test.
+const DEFAULT_HTTP_CLIENTS: usize = 50;
+
+struct Options {
+    sizes: Vec<usize>,
+    json: Option<PathBuf>,
+    dir: Option<PathBuf>,
+    reads: usize,
+    pipelined: usize,
+    seed: u64,
+    keep: bool,
+    /// Concurrent clients of the HTTP load test (0: skipped).
+    http_clients: usize,
+}
+
+const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]... [--1m] [--json FILE] [--dir DIR] [--reads N] [--pipelined N] [--seed N] [--keep] [--http-clients N | --no-http]
+
+  --docs N     backlog sizes to run (repeatable or comma list; default 1000,10000,100000)
+  --1m         also run 1,000,000 documents (~2.1 GB of files + ~5.3 GB of databases, ~9 min)
+  --json FILE  also write every figure as JSON
+  --dir DIR    parent folder of the temporary backlogs (default: $TMPDIR)
+  --reads N    sequential resources/read round trips for p50/p99 (default 1000)
+  --pipelined N  resources/read requests sent with 64 in flight (default 10000)
+  --seed N     PRNG seed of the synthetic backlog
+  --keep       keep each backlog and its databases (for profiling); prints where
+  --http-clients N  clients of the HTTP load test, run at the largest size (default 50)
+  --no-http    skip the HTTP load test
+
+The orchestra binary is $ORCHESTRA_BIN, else <crate>/target/release/orchestra: run `cargo build --release` first.";
+
+fn parse_args(args: &[String]) -> Result<Options, String> {
+    let mut opts = Options {
+        sizes: Vec::new(),
+        json: None,
+        dir: None,
+        reads: 1000,
+        pipelined: 10_000,
+        seed: DEFAULT_SEED,
+        keep: false,
+        http_clients: DEFAULT_HTTP_CLIENTS,
+    };
+    let mut million = false;
+    let mut it = args.iter();
+    while let Some(arg) = it.next() {
+        let mut value = |name: &str| {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{name} needs a value"))
+        };
+        let number = |text: &str| {
+            text.replace('_', "")
+                .parse::<usize>()
+                .map_err(|_| format!("not a number: {text}"))
+        };
+        match arg.as_str() {
+            // cargo bench passes --bench to harness = false targets.
+            "--bench" => {}
+            "--docs" => {
+                for part in value("--docs")?.split(',').filter(|p| !p.is_empty()) {
+                    let n = number(part.trim())?;
+                    if n < 200 {
+                        return Err(format!("--docs {n}: use at least 200 documents"));
+                    }
+                    opts.sizes.push(n);
+                }
+            }
+            "--1m" => million = true,
+            "--keep" => opts.keep = true,
+            "--json" => opts.json = Some(PathBuf::from(value("--json")?)),
+            "--dir" => opts.dir = Some(PathBuf::from(value("--dir")?)),
+            "--reads" => opts.reads = number(&value("--reads")?)?.max(10),
+            "--pipelined" => opts.pipelined = number(&value("--pipelined")?)?.max(IN_FLIGHT),
+            "--seed" => opts.seed = number(&value("--seed")?)? as u64,
+            "--http-clients" => opts.http_clients = number(&value("--http-clients")?)?,
+            "--no-http" => opts.http_clients = 0,
+            "-h" | "--help" => return Err(String::new()),
+            other => return Err(format!("unknown argument {other:?}")),
+        }
+    }
+    if opts.sizes.is_empty() {
+        opts.sizes = DEFAULT_SIZES.to_vec();
+    }
+    if million {
+        opts.sizes.push(ONE_MILLION);
+    }
+    let unique: BTreeSet<usize> = opts.sizes.iter().copied().collect();
+    opts.sizes = unique.into_iter().collect();
+    Ok(opts)
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(raw_sqlite::CHILD_FLAG) {
+        if let Err(e) = raw_sqlite::insert_child(&args[1..]) {
+            eprintln!("raw insert: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
+    let opts = match parse_args(&args) {
+        Ok(opts) => opts,
+        Err(e) => {
+            if e.is_empty() {
+                println!("{USAGE}");
+                return;
+            }
+            eprintln!("error: {e}\n\n{USAGE}");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(&opts) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+fn run(opts: &Options) -> Res<()> {
+    let bin = machine::orchestra_bin()?;
+    let machine = machine::machine();
+    println!("# orchestra benchmark\n");
+    println!("binary: {}", bin.display());
+    println!(
+        "machine: {} cores, {}, {} RAM, {}",
+        machine["nproc"],
+        machine["cpu"].as_str().unwrap_or("?"),
+        machine["memory"].as_str().unwrap_or("?"),
+        machine["rustc"].as_str().unwrap_or("?")
+    );
+    println!("commit: {}", machine["commit"].as_str().unwrap_or("?"));
+    println!(
+        "load average at start: {}",
+        machine["loadavg"].as_str().unwrap_or("?")
+    );
+    println!("sizes: {:?}\n", opts.sizes);
+
+    let mut results = Vec::new();
+    for &n in &opts.sizes {
+        let (result, backlog) = bench_size(&bin, n, opts)?;
+        println!("{}", result.table());
+        results.push(result);
+        if opts.keep {
+            let kept = backlog.tmp.keep();
+            eprintln!("[{n} docs] kept {}", kept.display());
+        } else {
+            // Removing a million files takes minutes: say what is going on.
+            eprintln!("[{n} docs] removing the temporary backlog");
+            drop(backlog);
+        }
+    }
+    let across = across_sizes(&results);
+    println!("{across}");
+
+    if let Some(path) = &opts.json {
+        let value = json!({
+            "machine": machine,
+            "binary": bin.display().to_string(),
+            "seed": opts.seed,
+            "sizes": results.iter().map(SizeResult::to_json).collect::<Vec<_>>(),
+            "page_cost_across_sizes": across_json(&results),
+        });
+        fs::write(path, serde_json::to_string_pretty(&value)? + "\n")?;
+        println!("wrote {}", path.display());
+    }
+    Ok(())
+}
+
+/// One size: the backlog, then every measurement on it, in this order.
+fn bench_size(bin: &Path, n: usize, opts: &Options) -> Res<(SizeResult, Backlog)> {
+    step(n, "generating");
+    let backlog = backlog::generate(n, opts.seed, opts.dir.as_deref())?;
+    eprintln!(
+        "[{n} docs] {:.1} MB in {:.1} s",
+        backlog.bytes as f64 / 1e6,
+        backlog.seconds
+    );
+    let raw_db = backlog.root.join("raw.db");
+    let db = backlog.root.join("orchestra.db");
+
+    // Raw first, then orchestra: both find the files in the page cache
+    // (they were just written), so neither pays for the disk.
+    step(n, "raw insert");
+    let raw = raw_sqlite::insert(&backlog.project, &raw_db, n)?;
+    step(n, "raw reads");
+    let raw_reads = raw_sqlite::reads(&raw_db, n, opts.reads, opts.pipelined, opts.seed)?;
+    let imports = import::measure(bin, &backlog, &db, n, opts.seed)?;
+
+    step(n, "orchestra serve");
+    let serve = serve::measure(bin, &db, n, opts)?;
+    step(n, "orchestra serve: notification latency");
+    let notify = notification::measure(bin, &backlog, &db, n, opts.seed)?;
+    let largest = opts.sizes.iter().max() == Some(&n);
+    let http = if largest && opts.http_clients > 0 {
+        step(
+            n,
+            &format!("orchestra serve --http: {} clients", opts.http_clients),
+        );
+        Some(http_load::measure(
+            bin,
+            &db,
+            n,
+            opts.http_clients,
+            opts.seed,
+        )?)
+    } else {
+        None
+    };
+    let db_bytes = fs::metadata(&db)?.len();
+    let raw_db_bytes = fs::metadata(&raw_db)?.len();
+
+    let mut rows = imports.rows(&raw, n);
+    rows.extend(serve.rows(&raw_reads, n));
+    rows.extend(notify.rows());
+
+    let details = json!({
+        "files_bytes": backlog.bytes,
+        "generate_s": backlog.seconds,
+        "raw_db_bytes": raw_db_bytes,
+        "orchestra_db_bytes": db_bytes,
+        "import_internal_seconds": {
+            "cold": imports.cold_report.seconds,
+            "unchanged": imports.same_report.seconds,
+            "one_percent": imports.delta_report.seconds,
+        },
+        "one_percent_changed_files": imports.changed,
+        "listing_runs_s": serve.listing_runs_s,
+        "listing_page_size_100_s": serve.page_listing_s,
+        "server_rss_after_reads_kb": serve.server_rss_after_reads_kb,
+        "server_vmhwm_kb": serve.server_hwm_kb,
+        "reads_sequential": opts.reads,
+        "reads_pipelined": opts.pipelined,
+        "notification_from_commit_ms": notify.from_commit_ms,
+        "notification_from_exit_ms": notify.from_exit_ms,
+        "notification_from_start_ms": notify.from_start_ms,
+        "notification_trial_import_reported_ms": notify.import_reported_ms,
+    });
+    Ok((
+        SizeResult {
+            docs: n,
+            bytes: backlog.bytes,
+            generate_s: backlog.seconds,
+            rows,
+            details,
+            page_start_us: serve.page_start_us,
+            page_end_us: serve.page_end_us,
+            http,
+        },
+        backlog,
+    ))
+}
