@@ -7,6 +7,7 @@
 //! - [`frontmatter`]: YAML frontmatter, title and description of a Markdown file.
 //! - [`search`]: the search query language and filters.
 //! - [`store`]: the SQLite database; the only module that speaks SQL.
+//! - [`table`]: aligned, width-clipped columns for the command line.
 //! - [`import`]: files on disk → store, incrementally.
 //! - [`mcp`]: the MCP server; the only module that knows JSON-RPC and the SDK.
 //! - [`watch`]: `serve --watch`, re-imports when the project folder changes.
@@ -20,5 +21,6 @@ pub mod import;
 pub mod mcp;
 pub mod search;
 pub mod store;
+pub mod table;
 pub mod uri;
 pub mod watch;

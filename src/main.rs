@@ -1,15 +1,19 @@
-//! The `orchestra` command line: `import` and `serve`, their flags, output and exit status.
+//! The `orchestra` command line: `import`, `serve` and `search`, their flags, output and exit status.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Args, Parser, Subcommand};
 
+use orchestra::cursor;
 use orchestra::import::{self, ChangeKind};
 use orchestra::mcp;
+use orchestra::search::{self, Filter, Search, Under};
 use orchestra::store::Store;
-use orchestra::watch;
+use orchestra::table::{self, Layout};
+use orchestra::{uri, watch};
 
 /// Serve a project's Markdown knowledge (features, notes, docs) as MCP resources.
 #[derive(Parser)]
@@ -25,6 +29,9 @@ enum Command {
     Import(ImportArgs),
     /// Serve the database as MCP resources over stdio.
     Serve(ServeArgs),
+    /// Find documents: one hit per line, best first. Exit 0 when something
+    /// matched, 1 when nothing did, 2 on an error.
+    Search(SearchArgs),
 }
 
 #[derive(Args)]
@@ -87,12 +94,58 @@ struct ServeArgs {
     page_size: u32,
 }
 
+#[derive(Args)]
+struct SearchArgs {
+    /// Words to find: `login code` (both), `"sign in"` (phrase), `sync*`
+    /// (prefix), `-draft` (without), `login OR signin` (either); several
+    /// arguments are one query (put an exclusion after `--`: `-- -draft`).
+    /// May be empty ("") with --under or --where.
+    #[arg(required = true, num_args = 1..)]
+    query: Vec<String>,
+    /// Only documents under this prefix or folder: features, notes, docs, docs/adr.
+    #[arg(long, value_name = "PREFIX[/FOLDER]")]
+    under: Option<String>,
+    /// Only documents whose frontmatter KEY equals VALUE (or whose list KEY
+    /// holds VALUE); repeat to require several.
+    #[arg(long = "where", value_name = "KEY=VALUE")]
+    filters: Vec<String>,
+    /// Hits to show, 1-100.
+    #[arg(long, value_name = "N", default_value_t = search::DEFAULT_LIMIT as i64)]
+    limit: i64,
+    /// Continue a search: the cursor printed after its previous page.
+    #[arg(long, value_name = "CURSOR")]
+    cursor: Option<String>,
+    /// Print JSON Lines: one hit per line.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    db: DbArg,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging();
     let result = match cli.command {
         Command::Import(args) => run_import(args),
         Command::Serve(args) => run_serve(args),
+        Command::Search(args) => {
+            return match run_search(&args) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::from(1),
+                // The reader went away (`| head`): nothing to report.
+                Err(e)
+                    if e.downcast_ref::<std::io::Error>()
+                        .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) =>
+                {
+                    ExitCode::SUCCESS
+                }
+                // As grep: 2 for an error, 1 is "nothing matched".
+                Err(e) => {
+                    eprintln!("orchestra: {e:#}");
+                    ExitCode::from(2)
+                }
+            };
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -199,4 +252,69 @@ fn run_serve(args: ServeArgs) -> Result<()> {
     // Blocking reads of stdin cannot be cancelled: do not wait for them.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     result
+}
+
+/// Prints a page of hits; true when there was at least one.
+fn run_search(args: &SearchArgs) -> Result<bool> {
+    let under = args.under.as_deref().map(Under::parse).transpose()?;
+    let filters = args
+        .filters
+        .iter()
+        .map(|f| Filter::parse(f))
+        .collect::<Result<Vec<_>, _>>()?;
+    let limit = search::limit(args.limit)?;
+    let query = Search::new(args.query.join(" "), under, filters)?;
+    let fingerprint = query.fingerprint();
+    let resume = args
+        .cursor
+        .as_deref()
+        .map(|c| cursor::decode_search(c, &fingerprint))
+        .transpose()?;
+    // Read-only: works while a server serves and an import writes.
+    let store = Store::open_read_only(&args.db.path())?;
+    let page = store.reader()?.search(&query, resume.as_ref(), limit)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        for hit in &page.hits {
+            let mut line = serde_json::json!({
+                "uri": uri::format(&hit.key),
+                "title": hit.title,
+                "snippet": hit.snippet,
+                "score": hit.score,
+            });
+            if let Some(description) = &hit.description {
+                line["description"] = serde_json::Value::from(description.clone());
+            }
+            writeln!(out, "{line}")?;
+        }
+        return Ok(!page.hits.is_empty());
+    }
+    let layout = Layout::of_stdout();
+    let rows: Vec<Vec<String>> = page
+        .hits
+        .iter()
+        .map(|hit| {
+            vec![
+                uri::format(&hit.key),
+                hit.title.clone(),
+                hit.snippet.clone(),
+            ]
+        })
+        .collect();
+    for line in table::render(&rows, layout) {
+        writeln!(out, "{line}")?;
+    }
+    if matches!(layout, Layout::Terminal { .. }) && !page.hits.is_empty() {
+        let shown = page.hits.len();
+        match &page.next {
+            Some(next) => writeln!(
+                out,
+                "{shown} of {} hits; next page: --cursor {}",
+                page.total,
+                cursor::encode_search(&fingerprint, next)
+            )?,
+            None => writeln!(out, "{} hits", page.total)?,
+        }
+    }
+    Ok(!page.hits.is_empty())
 }

@@ -1,4 +1,4 @@
-//! The Streamable HTTP transport: `/mcp` (POST messages, GET a session's notification stream, DELETE a session), a read-only JSON endpoint for viewers, `/healthz`, and the checks in front of them (Host, Origin, bearer token, body size).
+//! The Streamable HTTP transport: `/mcp` (POST messages, GET a session's notification stream, DELETE a session), read-only JSON endpoints for viewers and scripts (`/resource`, `/search`), `/healthz`, and the checks in front of them (Host, Origin, bearer token, body size).
 //!
 //! Messages go through the same [`dispatch`] as on stdio. Handshake-era
 //! sessions live in a table keyed by `Mcp-Session-Id`; 2026-07-28 requests
@@ -33,8 +33,9 @@ use tokio_stream::wrappers::ReceiverStream;
 use super::dispatch::{self, Message, SessionState, Step};
 use super::error::RpcError;
 use super::session::{HANDSHAKE_VERSIONS, STATELESS_VERSION};
-use super::{Config, Context, MIME_TYPE, handlers};
+use super::{Config, Context, MIME_TYPE, handlers, tools};
 use crate::doc::DocKey;
+use crate::search::{self, Filter, Search, SearchError, Under};
 use crate::store::{ChangeBatch, Fetched, Store};
 use crate::uri;
 
@@ -114,6 +115,7 @@ pub async fn serve_http(
     let router = Router::new()
         .route("/mcp", get(get_mcp).post(post_mcp).delete(delete_mcp))
         .route("/resource", get(get_resource))
+        .route("/search", get(get_search))
         .route("/healthz", get(|| async { "ok" }))
         .layer(middleware::from_fn_with_state(app.clone(), guard))
         .layer(DefaultBodyLimit::max(MAX_BODY))
@@ -491,6 +493,64 @@ async fn delete_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
     match removed {
         Some(_) => StatusCode::NO_CONTENT.into_response(),
         None => plain_error(StatusCode::NOT_FOUND, "unknown session"),
+    }
+}
+
+/// GET `/search?q=…&under=…&where=KEY=VALUE&limit=…&cursor=…`: a page of a
+/// search, as the search tool's `structuredContent`. `where` may repeat.
+async fn get_search(
+    State(app): State<Arc<App>>,
+    Query(pairs): Query<Vec<(String, String)>>,
+) -> Response {
+    let parsed = (|| -> Result<(Search, usize, Option<String>), String> {
+        let (mut query, mut under, mut filters) = (String::new(), None, Vec::new());
+        let (mut limit, mut cursor) = (search::DEFAULT_LIMIT, None);
+        for (name, value) in pairs {
+            match name.as_str() {
+                "q" => query = value,
+                "under" if value.is_empty() => {}
+                "under" => under = Some(Under::parse(&value).map_err(|e| e.to_string())?),
+                "where" => filters.push(Filter::parse(&value).map_err(|e| e.to_string())?),
+                "limit" => {
+                    limit = value
+                        .parse::<i64>()
+                        .map_err(|_| SearchError::Limit(value.clone()))
+                        .and_then(search::limit)
+                        .map_err(|e| e.to_string())?;
+                }
+                "cursor" if value.is_empty() => {}
+                "cursor" => cursor = Some(value),
+                other => {
+                    return Err(format!(
+                        "unknown parameter {other:?}: /search takes q, under, where, limit and cursor"
+                    ));
+                }
+            }
+        }
+        let search = Search::new(query, under, filters).map_err(|e| e.to_string())?;
+        Ok((search, limit, cursor))
+    })();
+    let (search, limit, cursor) = match parsed {
+        Ok(parsed) => parsed,
+        Err(message) => return plain_error(StatusCode::BAD_REQUEST, &message),
+    };
+    let ctx = app.ctx.clone();
+    let answered = tokio::task::spawn_blocking(move || {
+        tools::run(&ctx, &search, limit, cursor.as_deref())
+            .map(|page| page.map(|page| tools::structured(&page, &search.fingerprint())))
+    })
+    .await;
+    match answered {
+        Ok(Ok(Ok(value))) => Json(value).into_response(),
+        Ok(Ok(Err(e))) => plain_error(StatusCode::BAD_REQUEST, &e.to_string()),
+        Ok(Err(e)) => {
+            tracing::error!("internal error: {e:#}");
+            plain_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
+        }
+        Err(e) => {
+            tracing::error!("handler failed: {e}");
+            plain_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
+        }
     }
 }
 

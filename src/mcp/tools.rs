@@ -124,7 +124,7 @@ pub fn call(ctx: &Context, version: &str, params: CallParams) -> Result<Handled,
     let arguments = params.arguments.unwrap_or_default();
     let result = match Arguments::parse(&arguments) {
         Err(message) => failed(message),
-        Ok(args) => match run(ctx, &args)? {
+        Ok(args) => match run(ctx, &args.search, args.limit, args.cursor.as_deref())? {
             Err(e) => failed(e.to_string()),
             Ok(page) => answer(&args, &page, version),
         },
@@ -233,20 +233,21 @@ fn kind(value: &Value) -> &'static str {
 }
 
 /// The page asked for, or why the arguments cannot give one. A database
-/// failure is an error of the request, not of the tool.
-fn run(ctx: &Context, args: &Arguments) -> anyhow::Result<Result<SearchPage, SearchError>> {
-    let fingerprint = args.search.fingerprint();
-    let resume = match args.cursor.as_deref() {
+/// failure is an error of the request, not of the tool. Blocking.
+pub fn run(
+    ctx: &Context,
+    search: &Search,
+    limit: usize,
+    cursor: Option<&str>,
+) -> anyhow::Result<Result<SearchPage, SearchError>> {
+    let resume = match cursor {
         None => None,
-        Some(c) => match cursor::decode_search(c, &fingerprint) {
+        Some(c) => match cursor::decode_search(c, &search.fingerprint()) {
             Ok(resume) => Some(resume),
             Err(e) => return Ok(Err(SearchError::from(e))),
         },
     };
-    let page = ctx
-        .store
-        .reader()?
-        .search(&args.search, resume.as_ref(), args.limit)?;
+    let page = ctx.store.reader()?.search(search, resume.as_ref(), limit)?;
     Ok(Ok(page))
 }
 

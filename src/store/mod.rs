@@ -176,12 +176,27 @@ impl Store {
 
     /// Opens an existing, current database without ever writing to it (`--dry-run`).
     pub fn open_read_only(path: &Path) -> Result<Store> {
+        if !path.is_file() {
+            bail!(
+                "no database at {}: run `orchestra import DIR` first",
+                path.display()
+            );
+        }
         let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY)
             .with_context(|| format!("cannot open the database {}", path.display()))?;
-        let version = schema_version(&conn)?;
-        if version != MIGRATIONS.len() {
+        let version = schema_version(&conn)
+            .with_context(|| format!("cannot read the database {}", path.display()))?;
+        if version < MIGRATIONS.len() {
             bail!(
-                "the database {} has schema version {version}, this orchestra expects {}",
+                "the database {} has schema version {version}, this orchestra expects {}: \
+                 run `orchestra import DIR` or `orchestra serve` once to upgrade it",
+                path.display(),
+                MIGRATIONS.len()
+            );
+        }
+        if version > MIGRATIONS.len() {
+            bail!(
+                "the database {} has schema version {version}, newer than this orchestra knows ({}): upgrade orchestra",
                 path.display(),
                 MIGRATIONS.len()
             );

@@ -268,21 +268,30 @@ impl Reader {
         let next = (rows.len() > limit).then(|| SearchResume::Offset(offset + limit as u64));
         rows.truncate(limit);
         // Snippets for the page only: computed in the ranking query, they
-        // would cost one per hit of the whole search.
+        // would cost one per hit of the whole search. Marked with control
+        // characters first, so that a document's own `**` is not taken for
+        // a match.
         let mut snippet = self.conn.prepare_cached(&format!(
-            "SELECT snippet(search, 3, '**', '**', '…', {SNIPPET_TOKENS}) FROM search
-             WHERE search MATCH ?1 AND rowid = ?2"
+            "SELECT snippet(search, 3, '\u{2}', '\u{3}', '…', {SNIPPET_TOKENS}),
+                    snippet(search, 2, '\u{2}', '\u{3}', '…', {SNIPPET_TOKENS})
+             FROM search WHERE search MATCH ?1 AND rowid = ?2"
         ))?;
         let mut hits = Vec::with_capacity(rows.len());
         for (rowid, mut hit) in rows {
-            let text: Option<String> = snippet
-                .query_row(rusqlite::params![matching, rowid], |r| r.get(0))
-                .ok();
-            hit.snippet = match text {
-                // Matched in the body: the text around the match.
-                Some(text) if text.contains("**") => clip(&text),
-                // Matched in the key or title only: the body's first lines.
-                _ => self.lead(rowid)?,
+            let (body, description): (Option<String>, Option<String>) = snippet
+                .query_row(rusqlite::params![matching, rowid], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })?;
+            let marked = |text: &Option<String>| {
+                text.as_deref()
+                    .filter(|t| t.contains('\u{2}'))
+                    .map(|t| clip(&t.replace(['\u{2}', '\u{3}'], "**")))
+            };
+            // The body around the match, else the description around it,
+            // else (a match in the key or title) the start of the body.
+            hit.snippet = match marked(&body).or_else(|| marked(&description)) {
+                Some(snippet) => snippet,
+                None => self.lead(rowid)?,
             };
             hits.push(hit);
         }

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use crate::support::{
     BIN, Cmd, Counts, Output, Project, Server, checkpoint_and_close, content_digest,
-    integrity_check, keys, open_read_only, sidecar, wal_len,
+    integrity_check, keys, open_read_only, search_check, sidecar, wal_len,
 };
 
 fn initialize() -> Value {
@@ -83,7 +83,10 @@ const MIN_MID_IMPORT: usize = 3;
 
 /// A ~300-byte document, different for every (index, version).
 fn small_doc(i: usize, version: usize) -> String {
-    let mut text = format!("---\ntitle: Doc {i} v{version}\n---\n# Doc {i}\n\n");
+    let mut text = format!(
+        "---\ntitle: Doc {i} v{version}\nstatus: s{version}\ntags: [t{}, v{version}]\n---\n# Doc {i}\n\n",
+        i % 7
+    );
     while text.len() < 300 {
         text.push_str(&format!("version {version} of document {i}, lorem ipsum\n"));
     }
@@ -176,6 +179,11 @@ fn sigkill_at_random_moments_of_a_20k_document_import_leaves_the_old_or_the_new_
         assert_eq!(
             check, "ok",
             "FAULTS_SEED={seed}: killed after {delay:?} ({status})"
+        );
+        assert_eq!(
+            search_check(&db),
+            "ok",
+            "FAULTS_SEED={seed}: killed after {delay:?} ({status}): the search index"
         );
         let digest = content_digest(&db);
         let state = if digest == a {

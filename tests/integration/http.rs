@@ -38,7 +38,7 @@ const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 // The server under test.
 
 /// A running `orchestra serve --http`, killed when dropped.
-struct HttpServer {
+pub(crate) struct HttpServer {
     child: Child,
     port: u16,
     stderr: Arc<Mutex<String>>,
@@ -50,7 +50,7 @@ struct HttpServer {
 
 impl HttpServer {
     /// `serve --db DB --http 127.0.0.1:0 ARGS`.
-    fn start(project: &Project, args: &[&str]) -> HttpServer {
+    pub(crate) fn start(project: &Project, args: &[&str]) -> HttpServer {
         HttpServer::launch(project, "127.0.0.1:0", args, &[])
     }
 
@@ -119,7 +119,7 @@ impl HttpServer {
         format!("127.0.0.1:{}", self.port)
     }
 
-    fn request(&self, method: &'static str, path: &str) -> Req<'_> {
+    pub(crate) fn request(&self, method: &'static str, path: &str) -> Req<'_> {
         let mut req = Req {
             server: self,
             method,
@@ -219,7 +219,7 @@ impl Drop for HttpServer {
 // A small HTTP/1.1 client.
 
 /// One request, built header by header.
-struct Req<'s> {
+pub(crate) struct Req<'s> {
     server: &'s HttpServer,
     method: &'static str,
     path: String,
@@ -250,7 +250,7 @@ impl Req<'_> {
         self.header("Mcp-Session-Id", id)
     }
 
-    fn origin(self, origin: &str) -> Self {
+    pub(crate) fn origin(self, origin: &str) -> Self {
         self.header("Origin", origin)
     }
 
@@ -271,7 +271,7 @@ impl Req<'_> {
     }
 
     /// Sends the request and reads the whole response.
-    fn send(self) -> Resp {
+    pub(crate) fn send(self) -> Resp {
         self.send_and_keep().0
     }
 
@@ -558,8 +558,8 @@ impl Body {
 }
 
 /// A whole response.
-struct Resp {
-    status: u16,
+pub(crate) struct Resp {
+    pub(crate) status: u16,
     headers: Vec<(String, String)>,
     body: Vec<u8>,
 }
@@ -582,12 +582,12 @@ impl Resp {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 
-    fn json(&self) -> Value {
+    pub(crate) fn json(&self) -> Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("{e}: {self:?}"))
     }
 
     #[track_caller]
-    fn expect(&self, status: u16) -> &Resp {
+    pub(crate) fn expect(&self, status: u16) -> &Resp {
         assert_eq!(self.status, status, "{self:?}");
         self
     }
@@ -740,7 +740,7 @@ fn listen(id: &str, uris: &[&str], list_changed: bool) -> Value {
 }
 
 /// A copy of the fixture project, imported into its default database.
-fn fixture_project() -> Project {
+pub(crate) fn fixture_project() -> Project {
     let p = Project::fixture();
     p.import(&[]).assert_success();
     p
@@ -761,7 +761,7 @@ fn fixture_text(rel: &str) -> String {
 }
 
 /// Percent-encodes every byte but the unreserved ones and those in `keep`.
-fn encode(text: &str, keep: &[u8]) -> String {
+pub(crate) fn encode(text: &str, keep: &[u8]) -> String {
     let mut out = String::new();
     for &b in text.as_bytes() {
         if b.is_ascii_alphanumeric() || b"-._~".contains(&b) || keep.contains(&b) {

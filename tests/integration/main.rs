@@ -5,6 +5,7 @@ mod faults;
 mod fuzz;
 mod http;
 mod import;
+mod search;
 mod serve;
 mod support;
 mod tidy;

@@ -659,6 +659,45 @@ pub fn wal_len(db: &Path) -> u64 {
 
 /// `PRAGMA integrity_check` of `db`. Opened read-write, as the next
 /// orchestra would: a WAL left by a killed writer is recovered first.
+/// The search index and the frontmatter fields against the documents:
+/// FTS5's own check of the index against its content (the stored rows), and
+/// the fields recomputed from every stored frontmatter. "ok" when they agree.
+pub fn search_check(db: &Path) -> String {
+    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_WRITE)
+        .unwrap_or_else(|e| panic!("open {}: {e}", db.display()));
+    if let Err(e) = conn.execute(
+        "INSERT INTO search (search, rank) VALUES ('integrity-check', 1)",
+        [],
+    ) {
+        return format!("search index: {e}");
+    }
+    let expected = "SELECT d.rowid, f.key, CASE f.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false'
+                        WHEN 'null' THEN 'null' ELSE CAST(f.atom AS TEXT) END
+                    FROM documents d, json_each(d.frontmatter) f
+                    WHERE d.frontmatter IS NOT NULL AND f.type NOT IN ('object', 'array')
+                    UNION
+                    SELECT d.rowid, f.key, CASE i.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false'
+                        WHEN 'null' THEN 'null' ELSE CAST(i.atom AS TEXT) END
+                    FROM documents d, json_each(d.frontmatter) f, json_each(f.value) i
+                    WHERE d.frontmatter IS NOT NULL AND f.type = 'array' AND i.type NOT IN ('object', 'array')";
+    let differ: i64 = conn
+        .query_row(
+            &format!(
+                "SELECT (SELECT count(*) FROM (SELECT * FROM ({expected})
+                                                EXCEPT SELECT doc, name, value FROM fields))
+                      + (SELECT count(*) FROM (SELECT doc, name, value FROM fields
+                                                EXCEPT SELECT * FROM ({expected})))"
+            ),
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    match differ {
+        0 => "ok".to_string(),
+        n => format!("{n} frontmatter field rows differ from the documents"),
+    }
+}
+
 pub fn integrity_check(db: &Path) -> String {
     let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_WRITE)
         .unwrap_or_else(|e| panic!("open {}: {e}", db.display()));
