@@ -272,8 +272,8 @@ impl Reader {
         // characters first, so that a document's own `**` is not taken for
         // a match.
         let mut snippet = self.conn.prepare_cached(&format!(
-            "SELECT snippet(search, 3, '\u{2}', '\u{3}', '…', {SNIPPET_TOKENS}),
-                    snippet(search, 2, '\u{2}', '\u{3}', '…', {SNIPPET_TOKENS})
+            "SELECT snippet(search, 3, '{OPEN}', '{CLOSE}', '…', {SNIPPET_TOKENS}),
+                    snippet(search, 2, '{OPEN}', '{CLOSE}', '…', {SNIPPET_TOKENS})
              FROM search WHERE search MATCH ?1 AND rowid = ?2"
         ))?;
         let mut hits = Vec::with_capacity(rows.len());
@@ -282,11 +282,8 @@ impl Reader {
                 .query_row(rusqlite::params![matching, rowid], |r| {
                     Ok((r.get(0)?, r.get(1)?))
                 })?;
-            let marked = |text: &Option<String>| {
-                text.as_deref()
-                    .filter(|t| t.contains('\u{2}'))
-                    .map(|t| clip(&t.replace(['\u{2}', '\u{3}'], "**")))
-            };
+            let marked =
+                |text: &Option<String>| text.as_deref().filter(|t| t.contains(OPEN)).map(clip);
             // The body around the match, else the description around it,
             // else (a match in the key or title) the start of the body.
             hit.snippet = match marked(&body).or_else(|| marked(&description)) {
@@ -390,15 +387,36 @@ impl Reader {
     }
 }
 
-/// One line of at most [`SNIPPET_CHARS`] characters: whitespace runs become
-/// one space, and a cut never leaves a `**` open.
+/// Where FTS5 marks a match in a snippet, before the marks become `**`:
+/// control characters, so that a document's own `**` is never taken for one.
+const OPEN: char = '\u{2}';
+const CLOSE: char = '\u{3}';
+/// Characters of context a snippet keeps before its first match.
+const CONTEXT_BEFORE: usize = 60;
+
+/// One line of at most about [`SNIPPET_CHARS`] characters, whitespace runs
+/// made one space. When `text` holds marked matches, the line starts a few
+/// words before the first one, so the match is always shown; a cut never
+/// leaves a mark open. The marks become `**`.
 fn clip(text: &str) -> String {
-    let mut line = String::with_capacity(text.len().min(SNIPPET_CHARS * 4));
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let first = words.iter().position(|w| w.contains(OPEN)).unwrap_or(0);
+    let mut start = first;
+    let mut before = 0;
+    while start > 0 && before + words[start - 1].chars().count() < CONTEXT_BEFORE {
+        start -= 1;
+        before += words[start].chars().count() + 1;
+    }
+    let mut line = String::with_capacity(SNIPPET_CHARS * 2);
+    if start > 0 && !words[start].starts_with('…') {
+        line.push('…');
+    }
     let mut chars = 0;
     let mut clipped = false;
-    for word in text.split_whitespace() {
+    for (i, word) in words.iter().enumerate().skip(start) {
         let len = word.chars().count();
-        if chars > 0 && chars + 1 + len > SNIPPET_CHARS {
+        // The word of the first match is shown, cut if it must be.
+        if chars > 0 && chars + 1 + len > SNIPPET_CHARS && i != first {
             clipped = true;
             break;
         }
@@ -406,21 +424,24 @@ fn clip(text: &str) -> String {
             line.push(' ');
             chars += 1;
         }
-        if len > SNIPPET_CHARS {
-            line.extend(word.chars().take(SNIPPET_CHARS));
+        if chars + len > SNIPPET_CHARS {
+            line.extend(
+                word.chars()
+                    .take(SNIPPET_CHARS.saturating_sub(chars).max(1)),
+            );
             clipped = true;
             break;
         }
         line.push_str(word);
         chars += len;
     }
-    if line.matches("**").count() % 2 == 1 {
-        line.push_str("**");
+    if line.matches(OPEN).count() > line.matches(CLOSE).count() {
+        line.push(CLOSE);
     }
     if clipped && !line.ends_with('…') {
         line.push('…');
     }
-    line
+    line.replace([OPEN, CLOSE], "**")
 }
 
 #[cfg(test)]
@@ -683,8 +704,19 @@ mod tests {
         let clipped = clip(&long);
         assert!(clipped.chars().count() <= SNIPPET_CHARS + 1, "{clipped}");
         assert!(clipped.ends_with('…'));
-        let open = format!("{} **match** tail", "x".repeat(195));
-        assert_eq!(clip(&open).matches("**").count() % 2, 0);
+        // The match is kept, with some context before it, however late.
+        let late = format!("{} \u{2}needle\u{3} tail", "hay ".repeat(100));
+        let clipped = clip(&late);
+        assert!(clipped.starts_with("…hay hay"), "{clipped}");
+        assert!(clipped.ends_with("**needle** tail"), "{clipped}");
+        assert!(clipped.chars().count() < 90, "{clipped}");
+        // A cut never leaves a match open; a document's own ** is text.
+        let open = format!("**bold** {} \u{2}{}\u{3}", "x".repeat(50), "y".repeat(300));
+        let clipped = clip(&open);
+        assert_eq!(clipped.matches("**").count(), 4, "{clipped}");
+        assert!(clipped.contains("**yyy"), "{clipped}");
+        assert!(clipped.chars().count() <= SNIPPET_CHARS + 4, "{clipped}");
+        assert_eq!(clip("a \u{2}b\u{3} c"), "a **b** c");
         assert_eq!(clip(&"é".repeat(300)).chars().count(), SNIPPET_CHARS + 1);
     }
 }
