@@ -67,8 +67,11 @@ impl ImportTx {
             ],
             |r| r.get(0),
         )?;
-        if !self.bulk {
-            search::index(&self.conn, rowid)?;
+        if self.bulk {
+            // The full-text index is built at commit, in one pass.
+            search::insert_fields(&self.conn, rowid, doc.frontmatter.as_deref())?;
+        } else {
+            search::index(&self.conn, rowid, doc.frontmatter.as_deref())?;
         }
         Ok(())
     }
@@ -108,10 +111,12 @@ impl ImportTx {
     /// Commits the import; `changed` says whether it consumed its sequence
     /// number (and so whether the feed has rows under it).
     pub fn commit(mut self, changed: bool) -> Result<()> {
+        if self.bulk {
+            search::commit_bulk(&self.conn, changed)?;
+        } else if changed {
+            search::commit(&self.conn)?;
+        }
         if changed {
-            if self.bulk {
-                search::reindex_all(&self.conn)?;
-            }
             self.conn
                 .prepare_cached("UPDATE project SET seq = ?1")?
                 .execute([self.seq])?;

@@ -253,6 +253,11 @@ impl Store {
         tx.bulk = !tx
             .conn
             .query_row("SELECT EXISTS (SELECT 1 FROM documents)", [], |r| r.get(0))?;
+        if tx.bulk {
+            search::begin_bulk(&tx.conn)?;
+        } else {
+            search::begin(&tx.conn)?;
+        }
         let seq = match project(&tx.conn, root, replace, &self.path)? {
             Project::New => {
                 tx.conn.execute(

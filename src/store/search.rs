@@ -41,32 +41,36 @@ pub struct SearchPage {
 pub const SNIPPET_CHARS: usize = 200;
 /// Tokens FTS5 puts in a snippet before it is clipped to [`SNIPPET_CHARS`].
 const SNIPPET_TOKENS: i64 = 32;
+/// Hits a ranked page looks at past its end, to order ties there by key.
+const TIE_SLACK: usize = 32;
+/// A listing in key order walks the documents when its hits are at least
+/// one in this many of them (else it reads the hits and sorts them).
+const WALK_SHARE: i64 = 100;
 
-/// The frontmatter fields of documents, as `where` filters compare them:
-/// scalars and the scalar items of lists, as YAML text.
-const FIELDS_OF: &str = "
-    INSERT OR IGNORE INTO fields (doc, name, value)
-    SELECT d.rowid, f.key,
-           CASE f.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false'
-                       WHEN 'null' THEN 'null' ELSE CAST(f.atom AS TEXT) END
-    FROM documents d, json_each(d.frontmatter) f
-    WHERE d.frontmatter IS NOT NULL AND json_valid(d.frontmatter)
-      AND f.type NOT IN ('object', 'array') AND DOCS
-    UNION ALL
-    SELECT d.rowid, f.key,
-           CASE i.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false'
-                       WHEN 'null' THEN 'null' ELSE CAST(i.atom AS TEXT) END
-    FROM documents d, json_each(d.frontmatter) f, json_each(f.value) i
-    WHERE d.frontmatter IS NOT NULL AND json_valid(d.frontmatter)
-      AND f.type = 'array' AND i.type NOT IN ('object', 'array') AND DOCS";
+/// An import's changes to the full-text index wait in two temporary tables
+/// until its commit, and are then written in two statements, in rowid order.
+/// Written a document at a time, they would cost 3x more: FTS5 writes its
+/// pending terms out as a new segment at every statement savepoint, so each
+/// document would become a segment of its own, merged again and again.
+pub(super) fn begin(conn: &Connection) -> Result<()> {
+    conn.execute_batch(
+        "CREATE TEMP TABLE IF NOT EXISTS search_old
+             (rowid INTEGER PRIMARY KEY, key TEXT, title TEXT, description TEXT, body TEXT);
+         CREATE TEMP TABLE IF NOT EXISTS search_new (rowid INTEGER PRIMARY KEY);
+         DELETE FROM temp.search_old;
+         DELETE FROM temp.search_new;",
+    )?;
+    Ok(())
+}
 
-/// Takes the document with this key out of the index and the fields. A key
-/// with no document is a no-op.
+/// Takes the document with this key out of the index (at commit: its
+/// indexed values are kept until then, as FTS5 needs them to delete it) and
+/// out of the fields. A key with no document is a no-op.
 pub(super) fn unindex(conn: &Connection, key: &DocKey) -> Result<()> {
     let args = rusqlite::params![key.prefix.as_str(), key.id];
     conn.prepare_cached(
-        "INSERT INTO search (search, rowid, key, title, description, body)
-         SELECT 'delete', rowid, key, title, description, body FROM search_source
+        "INSERT OR IGNORE INTO temp.search_old (rowid, key, title, description, body)
+         SELECT rowid, key, title, description, body FROM search_source
          WHERE rowid = (SELECT rowid FROM documents WHERE prefix = ?1 AND id = ?2)",
     )?
     .execute(args)?;
@@ -77,16 +81,78 @@ pub(super) fn unindex(conn: &Connection, key: &DocKey) -> Result<()> {
     Ok(())
 }
 
-/// Indexes the document stored under `rowid`, as it is now.
-pub(super) fn index(conn: &Connection, rowid: i64) -> Result<()> {
-    conn.prepare_cached(
-        "INSERT INTO search (rowid, key, title, description, body)
-         SELECT rowid, key, title, description, body FROM search_source WHERE rowid = ?1",
-    )?
-    .execute([rowid])?;
-    conn.prepare_cached(&FIELDS_OF.replace("DOCS", "d.rowid = ?1"))?
+/// Indexes the document stored under `rowid` (at commit, as it is then),
+/// with its frontmatter (JSON text).
+pub(super) fn index(conn: &Connection, rowid: i64, frontmatter: Option<&str>) -> Result<()> {
+    conn.prepare_cached("INSERT OR IGNORE INTO temp.search_new (rowid) VALUES (?1)")?
         .execute([rowid])?;
+    insert_fields(conn, rowid, frontmatter)
+}
+
+/// Writes what [`unindex`] and [`index`] queued: deletes with the old
+/// values, then the new rows through `search_source`.
+pub(super) fn commit(conn: &Connection) -> Result<()> {
+    conn.execute_batch(
+        "INSERT INTO search (search, rowid, key, title, description, body)
+             SELECT 'delete', rowid, key, title, description, body FROM temp.search_old
+             ORDER BY rowid;
+         INSERT INTO search (rowid, key, title, description, body)
+             SELECT s.rowid, s.key, s.title, s.description, s.body
+             FROM temp.search_new n JOIN search_source s ON s.rowid = n.rowid
+             ORDER BY n.rowid;
+         DELETE FROM temp.search_old;
+         DELETE FROM temp.search_new;",
+    )?;
     Ok(())
+}
+
+/// The `where` fields of the document stored under `rowid`.
+pub(super) fn insert_fields(
+    conn: &Connection,
+    rowid: i64,
+    frontmatter: Option<&str>,
+) -> Result<()> {
+    let Some(frontmatter) = frontmatter else {
+        return Ok(());
+    };
+    let mut insert =
+        conn.prepare_cached("INSERT OR IGNORE INTO fields (doc, name, value) VALUES (?1, ?2, ?3)")?;
+    for (name, value) in fields_of(frontmatter) {
+        insert.execute(rusqlite::params![rowid, name, value])?;
+    }
+    Ok(())
+}
+
+/// What `where` filters compare: every scalar top-level field of a
+/// frontmatter (JSON text), and every scalar item of a top-level list, as
+/// YAML text (`open`, `3`, `false`, `null`).
+pub(super) fn fields_of(frontmatter: &str) -> Vec<(String, String)> {
+    let Ok(serde_json::Value::Object(map)) = serde_json::from_str(frontmatter) else {
+        return Vec::new();
+    };
+    let mut fields = Vec::new();
+    for (name, value) in &map {
+        match value {
+            serde_json::Value::Array(items) => fields.extend(
+                items
+                    .iter()
+                    .filter_map(yaml_text)
+                    .map(|item| (name.clone(), item)),
+            ),
+            scalar => fields.extend(yaml_text(scalar).map(|text| (name.clone(), text))),
+        }
+    }
+    fields
+}
+
+fn yaml_text(value: &serde_json::Value) -> Option<String> {
+    match value {
+        serde_json::Value::String(s) => Some(s.clone()),
+        serde_json::Value::Number(n) => Some(n.to_string()),
+        serde_json::Value::Bool(b) => Some(b.to_string()),
+        serde_json::Value::Null => Some("null".to_string()),
+        serde_json::Value::Array(_) | serde_json::Value::Object(_) => None,
+    }
 }
 
 /// Where the Markdown of a document starts: past its frontmatter block, if
@@ -98,33 +164,56 @@ pub(super) fn body_start(body: &[u8]) -> usize {
         .map_or(0, |(_, markdown)| body.len() - markdown.len())
 }
 
-/// Migration 0004's step in Rust: `body_start` of every stored document,
-/// then the index, from the stored rows alone.
+/// Migration 0004's step in Rust: `body_start` and the fields of every
+/// stored document, then the index, from the stored rows alone.
 pub(super) fn backfill(conn: &Connection) -> Result<()> {
-    let starts = {
-        let mut stmt = conn.prepare("SELECT rowid, body FROM documents WHERE is_text")?;
+    let mut starts = Vec::new();
+    {
+        let mut stmt = conn.prepare("SELECT rowid, is_text, body, frontmatter FROM documents")?;
         let mut rows = stmt.query([])?;
-        let mut starts = Vec::new();
         while let Some(row) = rows.next()? {
-            let start = body_start(row.get_ref(1)?.as_bytes()?);
-            if start > 0 {
-                starts.push((row.get::<_, i64>(0)?, start as i64));
+            let rowid: i64 = row.get(0)?;
+            if row.get::<_, bool>(1)? {
+                let start = body_start(row.get_ref(2)?.as_bytes()?);
+                if start > 0 {
+                    starts.push((rowid, start as i64));
+                }
             }
+            insert_fields(conn, rowid, row.get_ref(3)?.as_str_or_null()?)?;
         }
-        starts
-    };
+    }
     let mut update = conn.prepare("UPDATE documents SET body_start = ?2 WHERE rowid = ?1")?;
     for (rowid, start) in starts {
         update.execute([rowid, start])?;
     }
-    reindex_all(conn)
+    rebuild_index(conn)
 }
 
-/// Indexes every document again from the stored rows: after a bulk load,
-/// where one pass costs less than a row at a time.
-pub(super) fn reindex_all(conn: &Connection) -> Result<()> {
-    conn.execute_batch("INSERT INTO search (search) VALUES ('rebuild'); DELETE FROM fields;")?;
-    conn.execute(&FIELDS_OF.replace("DOCS", "1"), [])?;
+/// The lookup index of `fields`, as migration 0004 creates it. A load into
+/// an empty database drops it first and builds it again at the end: one
+/// sort instead of half a million inserts at random places (4x faster).
+const FIELDS_LOOKUP: &str = "CREATE INDEX fields_lookup ON fields (name, value, doc)";
+
+/// Starts a load into an empty database.
+pub(super) fn begin_bulk(conn: &Connection) -> Result<()> {
+    conn.execute_batch("DROP INDEX IF EXISTS fields_lookup")?;
+    Ok(())
+}
+
+/// Ends a load into an empty database: the full-text index in one pass
+/// over the stored rows (when the load stored any), which costs less than a
+/// row at a time, and the fields' lookup index.
+pub(super) fn commit_bulk(conn: &Connection, loaded: bool) -> Result<()> {
+    if loaded {
+        rebuild_index(conn)?;
+    }
+    conn.execute_batch(FIELDS_LOOKUP)?;
+    Ok(())
+}
+
+/// Builds the full-text index again from the stored rows.
+pub(super) fn rebuild_index(conn: &Connection) -> Result<()> {
+    conn.execute_batch("INSERT INTO search (search) VALUES ('rebuild')")?;
     Ok(())
 }
 
@@ -239,33 +328,18 @@ impl Reader {
                 |r| r.get(0),
             )?;
         args.extend(conditions.args.iter().cloned());
+        let offset = usize::try_from(offset).unwrap_or(usize::MAX);
         // One row more than the page says whether another follows.
-        args.push(Value::from(limit as i64 + 1));
-        args.push(Value::from(i64::try_from(offset).unwrap_or(i64::MAX)));
-        let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT d.rowid, search.rank, d.prefix, d.id, d.title, d.description, d.size
-             FROM search JOIN documents d ON d.rowid = search.rowid
-             WHERE search MATCH ?{}
-             ORDER BY search.rank, d.prefix, d.id LIMIT ? OFFSET ?",
-            conditions.sql
-        ))?;
-        let mut rows = stmt
-            .query_map(params_from_iter(args.iter()), |r| {
-                let rank: f64 = r.get(1)?;
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    Hit {
-                        key: key_from_row(r.get_ref(2)?.as_str()?, r.get(3)?)?,
-                        title: r.get(4)?,
-                        description: r.get(5)?,
-                        size: r.get::<_, i64>(6)? as u64,
-                        snippet: String::new(),
-                        score: -rank,
-                    },
-                ))
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        let next = (rows.len() > limit).then(|| SearchResume::Offset(offset + limit as u64));
+        let wanted = offset.saturating_add(limit).saturating_add(1);
+        let mut rows = match search.under {
+            None => self.ranked_window(&conditions.sql, &args, wanted)?,
+            Some(_) => None,
+        };
+        if rows.is_none() {
+            rows = Some(self.ranked_joined(&conditions.sql, &args, wanted)?);
+        }
+        let mut rows: Vec<(i64, Hit)> = rows.unwrap_or_default().into_iter().skip(offset).collect();
+        let next = (rows.len() > limit).then(|| SearchResume::Offset((offset + limit) as u64));
         rows.truncate(limit);
         // Snippets for the page only: computed in the ranking query, they
         // would cost one per hit of the whole search. Marked with control
@@ -299,6 +373,98 @@ impl Reader {
         })
     }
 
+    /// The first `wanted` hits by rank, ties by key, chosen in the index
+    /// alone: only the window's rows are read from the documents (joined
+    /// before the LIMIT, every hit's row would be read: 50k reads for a word
+    /// in half of 100k documents). `+rank` keeps FTS5 from sorting every hit
+    /// itself; SQLite's sorter keeps only the window. The window goes
+    /// [`TIE_SLACK`] rows past the page, so that hits of equal rank at its
+    /// end can be put in key order; `None` when they run past even that
+    /// (then [`Reader::ranked_joined`] answers).
+    fn ranked_window(
+        &self,
+        conditions: &str,
+        args: &[Value],
+        wanted: usize,
+    ) -> Result<Option<Vec<(i64, Hit)>>> {
+        let window = wanted.saturating_add(TIE_SLACK);
+        let mut args = args.to_vec();
+        args.push(Value::from(i64::try_from(window).unwrap_or(i64::MAX)));
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT search.rowid, search.rank FROM search WHERE search MATCH ?{conditions}
+             ORDER BY +search.rank, search.rowid LIMIT ?"
+        ))?;
+        let ranked = stmt
+            .query_map(params_from_iter(args.iter()), |r| {
+                Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        if ranked.len() == window && ranked.len() > wanted {
+            // The last wanted row ties with the window's end: its equals
+            // may lie beyond the window, and some of them sort before it.
+            if ranked[wanted - 1].1 == ranked[window - 1].1 {
+                return Ok(None);
+            }
+        }
+        let mut document = self.conn.prepare_cached(
+            "SELECT prefix, id, title, description, size FROM documents WHERE rowid = ?1",
+        )?;
+        let mut rows = Vec::with_capacity(ranked.len());
+        for (rowid, rank) in ranked {
+            let hit = document.query_row([rowid], |r| {
+                Ok(Hit {
+                    key: key_from_row(r.get_ref(0)?.as_str()?, r.get(1)?)?,
+                    title: r.get(2)?,
+                    description: r.get(3)?,
+                    size: r.get::<_, i64>(4)? as u64,
+                    snippet: String::new(),
+                    score: -rank,
+                })
+            })?;
+            rows.push((rowid, hit));
+        }
+        // Higher scores first, ties by key.
+        rows.sort_by(|(_, a), (_, b)| b.score.total_cmp(&a.score).then_with(|| a.key.cmp(&b.key)));
+        rows.truncate(wanted);
+        Ok(Some(rows))
+    }
+
+    /// The first `wanted` hits by rank, ties by key, every hit joined to its
+    /// document: for `under` (a condition on the key) and for ties that a
+    /// window cannot settle.
+    fn ranked_joined(
+        &self,
+        conditions: &str,
+        args: &[Value],
+        wanted: usize,
+    ) -> Result<Vec<(i64, Hit)>> {
+        let mut args = args.to_vec();
+        args.push(Value::from(i64::try_from(wanted).unwrap_or(i64::MAX)));
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "SELECT d.rowid, search.rank, d.prefix, d.id, d.title, d.description, d.size
+             FROM search JOIN documents d ON d.rowid = search.rowid
+             WHERE search MATCH ?{conditions}
+             ORDER BY +search.rank, d.prefix, d.id LIMIT ?"
+        ))?;
+        let rows = stmt
+            .query_map(params_from_iter(args.iter()), |r| {
+                let rank: f64 = r.get(1)?;
+                Ok((
+                    r.get::<_, i64>(0)?,
+                    Hit {
+                        key: key_from_row(r.get_ref(2)?.as_str()?, r.get(3)?)?,
+                        title: r.get(4)?,
+                        description: r.get(5)?,
+                        size: r.get::<_, i64>(6)? as u64,
+                        snippet: String::new(),
+                        score: -rank,
+                    },
+                ))
+            })?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(rows)
+    }
+
     /// Hits in key order: a search with filters only, or with exclusions only.
     fn in_key_order(
         &self,
@@ -307,20 +473,24 @@ impl Reader {
         resume: Option<&SearchResume>,
         limit: usize,
     ) -> Result<SearchPage> {
-        let mut conditions = filters(search, "d.rowid");
+        let total = self.count_in_key_order(search, excluded)?;
+        // Hits that are a good share of the documents: walk the documents in
+        // key order (the covering index) and test each against the filters'
+        // rowids (`+` keeps SQLite from driving the query by them): about
+        // documents / hits rows per hit of the page. Fewer hits: read each
+        // by rowid, then sort them.
+        let documents: i64 = self
+            .conn
+            .prepare_cached("SELECT coalesce(max(rowid), 0) FROM documents")?
+            .query_row([], |r| r.get(0))?;
+        let walk = total.saturating_mul(WALK_SHARE) >= documents;
+        let mut conditions = filters(search, if walk { "+d.rowid" } else { "d.rowid" });
         if let Some(excluded) = excluded {
             conditions.push(
                 "d.rowid NOT IN (SELECT rowid FROM search WHERE search MATCH ?)",
                 [Value::from(excluded.to_string())],
             );
         }
-        let total: i64 = self
-            .conn
-            .prepare_cached(&format!(
-                "SELECT count(*) FROM documents d WHERE 1{}",
-                conditions.sql
-            ))?
-            .query_row(params_from_iter(conditions.args.iter()), |r| r.get(0))?;
         let (prefix, id) = match resume {
             Some(SearchResume::After(key)) => (key.prefix.as_str(), key.id.as_str()),
             _ => ("", ""),
@@ -365,6 +535,41 @@ impl Reader {
             total: total as u64,
             next,
         })
+    }
+
+    /// The number of hits of a search in key order. Filters alone are
+    /// counted in the fields' index, without reading a document.
+    fn count_in_key_order(&self, search: &Search, excluded: Option<&str>) -> Result<i64> {
+        if search.under.is_none() && excluded.is_none() && !search.filters.is_empty() {
+            let mut args = Vec::new();
+            let mut selects = Vec::new();
+            for filter in &search.filters {
+                selects.push("SELECT doc FROM fields WHERE name = ? AND value = ?");
+                args.push(Value::from(filter.name.clone()));
+                args.push(Value::from(filter.value.clone()));
+            }
+            return Ok(self
+                .conn
+                .prepare_cached(&format!(
+                    "SELECT count(*) FROM ({})",
+                    selects.join(" INTERSECT ")
+                ))?
+                .query_row(params_from_iter(args.iter()), |r| r.get(0))?);
+        }
+        let mut conditions = filters(search, "d.rowid");
+        if let Some(excluded) = excluded {
+            conditions.push(
+                "d.rowid NOT IN (SELECT rowid FROM search WHERE search MATCH ?)",
+                [Value::from(excluded.to_string())],
+            );
+        }
+        Ok(self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT count(*) FROM documents d WHERE 1{}",
+                conditions.sql
+            ))?
+            .query_row(params_from_iter(conditions.args.iter()), |r| r.get(0))?)
     }
 
     /// The start of a document's Markdown, past its frontmatter, clipped
@@ -662,6 +867,60 @@ mod tests {
             &["status=closed"],
             &["features/FEAT-0012", "features/FEAT-0013"],
         );
+    }
+
+    #[test]
+    fn an_empty_load_keeps_the_fields_lookup_index() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(&dir.path().join("db")).unwrap();
+        store
+            .begin_import("/p", false)
+            .unwrap()
+            .commit(false)
+            .unwrap();
+        let tx = store.begin_import("/p", false).unwrap();
+        drop(tx); // rolled back: the index dropped at its start is back
+        let reader = store.reader().unwrap();
+        let indexes: i64 = reader
+            .conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name = 'fields_lookup'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(indexes, 1);
+        import(
+            &store,
+            &[doc("notes/a", "A", Some(r#"{"k":"v"}"#), b"x")],
+            &[],
+        );
+        assert_eq!(keys(&store, "", None, &["k=v"]), ["notes/a"]);
+    }
+
+    #[test]
+    fn ties_go_by_key_on_every_page() {
+        for copies in [10, TIE_SLACK * 2] {
+            let dir = tempfile::tempdir().unwrap();
+            let store = Store::open_or_create(&dir.path().join("db")).unwrap();
+            // Inserted in reverse: rowid order is the opposite of key order.
+            let docs: Vec<NewDocument> = (0..copies)
+                .rev()
+                .map(|i| doc(&format!("notes/n{i:03}"), "Same", None, b"equal words"))
+                .collect();
+            let mut all = docs.clone();
+            all.push(doc("notes/zz-better", "Equal", None, b"equal words"));
+            import(&store, &all, &[]);
+            let mut expected: Vec<String> = docs.iter().map(|d| d.key.to_string()).collect();
+            expected.sort();
+            // The title match ranks first, then the ties in key order.
+            expected.insert(0, "notes/zz-better".to_string());
+            assert_eq!(
+                keys(&store, "equal", None, &[]),
+                expected,
+                "{copies} copies"
+            );
+        }
     }
 
     #[test]
