@@ -25,6 +25,10 @@ pub const DEFAULT_LIMIT: usize = 20;
 pub const MAX_LIMIT: usize = 100;
 /// The most `where` filters one search may carry.
 pub const MAX_FILTERS: usize = 16;
+/// The most distinct terms one query may hold. FTS5's snippets cost grows
+/// with terms times matches: a 4 KiB query of one word repeated took seconds
+/// per page. Repeated terms count once.
+pub const MAX_TERMS: usize = 32;
 
 /// Why a search was refused. The messages go to users and agents verbatim:
 /// each says what to change.
@@ -46,6 +50,8 @@ pub enum SearchError {
     Where(String),
     #[error("at most {max} where filters may be combined", max = MAX_FILTERS)]
     TooManyFilters,
+    #[error("the query has {0} different terms; use at most {max}", max = MAX_TERMS)]
+    TooManyTerms(usize),
     #[error("{0}")]
     Cursor(#[from] crate::cursor::CursorError),
 }
@@ -145,6 +151,10 @@ impl Search {
         if filters.len() > MAX_FILTERS {
             return Err(SearchError::TooManyFilters);
         }
+        let terms = distinct_terms(&items(&query)).len();
+        if terms > MAX_TERMS {
+            return Err(SearchError::TooManyTerms(terms));
+        }
         filters.sort();
         filters.dedup();
         Ok(Search {
@@ -226,6 +236,8 @@ impl Term {
 /// operator is text.
 fn items(query: &str) -> Vec<Item> {
     let mut items = Vec::new();
+    // FTS5 reads an expression up to its first NUL: a NUL is a space here.
+    let query = query.replace('\0', " ");
     let mut chars = query.chars().peekable();
     loop {
         while chars.next_if(|c| c.is_whitespace()).is_some() {}
@@ -280,13 +292,35 @@ fn items(query: &str) -> Vec<Item> {
     items
 }
 
-/// Compiles a query. Any string gives valid FTS5 expressions.
+/// The terms of a query, each once.
+fn distinct_terms(items: &[Item]) -> Vec<&Term> {
+    let mut terms: Vec<&Term> = Vec::new();
+    for item in items {
+        if let Item::Term(term) = item
+            && !terms.contains(&term)
+        {
+            terms.push(term);
+        }
+    }
+    terms
+}
+
+/// Compiles a query. Any string gives valid FTS5 expressions. A term that
+/// repeats one already in the query adds nothing and is left out.
 pub fn compile(query: &str) -> Compiled {
     // Groups of positive terms joined by OR; the groups are ANDed.
     let mut groups: Vec<Vec<Term>> = Vec::new();
     let mut excluded: Vec<Term> = Vec::new();
     let mut or_pending = false;
+    let mut seen: Vec<Term> = Vec::new();
     for item in items(query) {
+        if let Item::Term(term) = &item {
+            if seen.contains(term) {
+                or_pending = false;
+                continue;
+            }
+            seen.push(term.clone());
+        }
         match item {
             Item::Or => or_pending = !groups.is_empty(),
             Item::Term(term) if term.negated => {
@@ -404,6 +438,22 @@ mod tests {
             Some(r#""features/FEAT-1""#),
             None,
         );
+    }
+
+    #[test]
+    fn nul_is_a_space_and_repeats_count_once() {
+        check("a\0b", Some(r#""a" AND "b""#), None);
+        check("\"a\0b\"", Some(r#""a b""#), None);
+        check("-x\0", None, Some(r#""x""#));
+        check("word word Word word", Some(r#""word" AND "Word""#), None);
+        check("a OR a b", Some(r#""a" AND "b""#), None);
+        let many: Vec<String> = (0..=MAX_TERMS).map(|i| format!("w{i}")).collect();
+        assert_eq!(
+            Search::new(many.join(" "), None, vec![]),
+            Err(SearchError::TooManyTerms(MAX_TERMS + 1))
+        );
+        assert!(Search::new(many[..MAX_TERMS].join(" "), None, vec![]).is_ok());
+        assert!(Search::new("word ".repeat(800), None, vec![]).is_ok());
     }
 
     #[test]

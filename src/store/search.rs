@@ -255,13 +255,19 @@ fn filters(search: &Search, rowid: &str) -> Conditions {
             }
         }
     }
-    for filter in &search.filters {
+    // One condition for all the filters: SQLite lets a virtual table skip
+    // re-checking only its first 16 conditions, and beyond them MATCH fails.
+    if !search.filters.is_empty() {
+        let selects =
+            vec!["SELECT doc FROM fields WHERE name = ? AND value = ?"; search.filters.len()];
         conditions.push(
-            &format!("{rowid} IN (SELECT doc FROM fields WHERE name = ? AND value = ?)"),
-            [
-                Value::from(filter.name.clone()),
-                Value::from(filter.value.clone()),
-            ],
+            &format!("{rowid} IN ({})", selects.join(" INTERSECT ")),
+            search.filters.iter().flat_map(|filter| {
+                [
+                    Value::from(filter.name.clone()),
+                    Value::from(filter.value.clone()),
+                ]
+            }),
         );
     }
     conditions
