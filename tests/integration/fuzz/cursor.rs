@@ -1,64 +1,19 @@
 //! `fuzz_cursor`: `cursor::decode` never panics, accepts only the cursors `cursor::encode` makes, and refuses every edit of one.
 
-use base64::Engine;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use orchestra::cursor;
 use orchestra::doc::{DocKey, MAX_ID_LEN, Prefix, is_valid_id};
 use proptest::prelude::*;
-use proptest::sample::Index;
 use proptest::test_runner::TestCaseResult;
 
-use super::{corpus_file, fuzz, replay, string_of, timed, valid_key};
-
-#[derive(Debug, Clone)]
-enum Edit {
-    Replace(Index, char),
-    Insert(Index, char),
-    Delete(Index),
-}
+use super::{
+    Edit, apply_edits, base64ish, corpus_file, edit, fuzz, replay, sealed, timed, valid_key,
+};
 
 #[derive(Debug, Clone)]
 enum CursorCase {
     Text(String),
     Edited { key: DocKey, edits: Vec<Edit> },
     Key(DocKey),
-}
-
-fn edit() -> impl Strategy<Value = Edit> {
-    let c = prop_oneof![
-        4 => prop::sample::select(
-            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".chars().collect::<Vec<_>>()
-        ),
-        1 => prop::sample::select("+/= \n\0é".chars().collect::<Vec<_>>()),
-        1 => any::<char>(),
-    ];
-    prop_oneof![
-        (any::<Index>(), c.clone()).prop_map(|(at, c)| Edit::Replace(at, c)),
-        (any::<Index>(), c).prop_map(|(at, c)| Edit::Insert(at, c)),
-        any::<Index>().prop_map(Edit::Delete),
-    ]
-}
-
-fn apply_edits(text: &str, edits: &[Edit]) -> String {
-    let mut chars: Vec<char> = text.chars().collect();
-    for edit in edits {
-        match *edit {
-            Edit::Replace(at, c) if !chars.is_empty() => {
-                let at = at.index(chars.len());
-                chars[at] = c;
-            }
-            Edit::Insert(at, c) => {
-                let at = at.index(chars.len() + 1);
-                chars.insert(at, c);
-            }
-            Edit::Delete(at) if !chars.is_empty() => {
-                let at = at.index(chars.len());
-                chars.remove(at);
-            }
-            _ => {}
-        }
-    }
-    chars.into_iter().collect()
 }
 
 fn check_cursor_text(text: &str) -> TestCaseResult {
@@ -105,17 +60,9 @@ fn fuzz_cursor() {
     replay("cursor", |bytes| {
         check_cursor_text(&String::from_utf8_lossy(bytes))
     });
-    let base64ish = string_of(
-        prop::sample::select(
-            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_+/="
-                .chars()
-                .collect::<Vec<_>>(),
-        ),
-        0..80,
-    );
     let strategy = prop_oneof![
         2 => any::<String>().prop_map(CursorCase::Text),
-        2 => base64ish.prop_map(CursorCase::Text),
+        2 => base64ish().prop_map(CursorCase::Text),
         1 => prop::collection::vec(any::<u8>(), 0..64).prop_map(|bytes| {
             let mut body = b"o1".to_vec();
             body.extend_from_slice(&bytes);
@@ -126,13 +73,6 @@ fn fuzz_cursor() {
         2 => valid_key().prop_map(CursorCase::Key),
     ];
     fuzz("fuzz_cursor", 256, strategy, check_cursor);
-}
-
-/// `body` and its checksum, in base64url: a cursor whose checksum holds.
-fn sealed(body: &[u8]) -> String {
-    let mut payload = body.to_vec();
-    payload.extend_from_slice(&blake3::hash(body).as_bytes()[..4]);
-    URL_SAFE_NO_PAD.encode(payload)
 }
 
 /// Generated inputs: valid cursors, cursors edited in every way, and sealed payloads that are not cursors.

@@ -5,12 +5,15 @@
 //! - `uri`: `fuzz_uri`, URI parsing and formatting;
 //! - `cursor`: `fuzz_cursor`, the decoding of `resources/list` cursors;
 //! - `frontmatter`: `fuzz_frontmatter`, frontmatter splitting and parsing;
-//! - `jsonrpc`: `fuzz_jsonrpc_lines`, the server's JSON-RPC line handling.
+//! - `jsonrpc`: `fuzz_jsonrpc_lines`, the server's JSON-RPC line handling;
+//! - `search`: `fuzz_search`, queries, `under` and `where` searched on a
+//!   real store, and the decoding of search cursors.
 //!
 //! Each `fuzz_*` test first replays `fuzz/corpus/<target>/*` (one input per
-//! file, raw bytes; a `jsonrpc` file is a whole session of lines), then runs
-//! rounds of random cases until `ORCHESTRA_FUZZ_SECONDS` (default 1, the CI
-//! smoke pass) are spent. A long run:
+//! file, raw bytes; a `jsonrpc` file is a whole session of lines, a `search`
+//! file one query), then runs rounds of random cases until
+//! `ORCHESTRA_FUZZ_SECONDS` (default 1, the CI smoke pass) are spent. A long
+//! run:
 //!
 //! ```text
 //! ORCHESTRA_FUZZ_SECONDS=300 cargo test --release --test integration fuzz_ -- --test-threads 1 --nocapture
@@ -24,14 +27,18 @@
 mod cursor;
 mod frontmatter;
 mod jsonrpc;
+mod search;
 mod uri;
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use base64::Engine;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use orchestra::doc::{DocKey, Prefix, is_valid_id};
 use proptest::prelude::*;
+use proptest::sample::Index;
 use proptest::test_runner::{
     Config, RngSeed, TestCaseError, TestCaseResult, TestError, TestRunner,
 };
@@ -204,6 +211,7 @@ fn generated_corpus(target: &str) -> Vec<(String, Vec<u8>)> {
         "cursor" => cursor::generated_corpus(),
         "frontmatter" => frontmatter::generated_corpus(),
         "jsonrpc" => jsonrpc::generated_corpus(),
+        "search" => search::generated_corpus(),
         _ => Vec::new(),
     }
 }
@@ -295,4 +303,74 @@ fn uri_like() -> impl Strategy<Value = String> {
     ];
     let path = prop::collection::vec(token, 0..24).prop_map(|tokens| tokens.concat());
     (scheme, prefix, path).prop_map(|(s, p, path)| format!("{s}{p}{path}"))
+}
+
+// ---------------------------------------------------------------------------
+// Cursor-shaped strings, shared by the cursor targets.
+// ---------------------------------------------------------------------------
+
+/// One edit of a string, at a position chosen by proptest.
+#[derive(Debug, Clone)]
+enum Edit {
+    Replace(Index, char),
+    Insert(Index, char),
+    Delete(Index),
+}
+
+/// An edit with a character of the base64url alphabet, mostly.
+fn edit() -> impl Strategy<Value = Edit> {
+    let c = prop_oneof![
+        4 => prop::sample::select(
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".chars().collect::<Vec<_>>()
+        ),
+        1 => prop::sample::select("+/= \n\0é".chars().collect::<Vec<_>>()),
+        1 => any::<char>(),
+    ];
+    prop_oneof![
+        (any::<Index>(), c.clone()).prop_map(|(at, c)| Edit::Replace(at, c)),
+        (any::<Index>(), c).prop_map(|(at, c)| Edit::Insert(at, c)),
+        any::<Index>().prop_map(Edit::Delete),
+    ]
+}
+
+/// `text` with `edits` applied in order, positions taken modulo its length.
+fn apply_edits(text: &str, edits: &[Edit]) -> String {
+    let mut chars: Vec<char> = text.chars().collect();
+    for edit in edits {
+        match *edit {
+            Edit::Replace(at, c) if !chars.is_empty() => {
+                let at = at.index(chars.len());
+                chars[at] = c;
+            }
+            Edit::Insert(at, c) => {
+                let at = at.index(chars.len() + 1);
+                chars.insert(at, c);
+            }
+            Edit::Delete(at) if !chars.is_empty() => {
+                let at = at.index(chars.len());
+                chars.remove(at);
+            }
+            _ => {}
+        }
+    }
+    chars.into_iter().collect()
+}
+
+/// `body` and its checksum, in base64url: a cursor whose checksum holds.
+fn sealed(body: &[u8]) -> String {
+    let mut payload = body.to_vec();
+    payload.extend_from_slice(&blake3::hash(body).as_bytes()[..4]);
+    URL_SAFE_NO_PAD.encode(payload)
+}
+
+/// Strings of the base64 alphabets and padding.
+fn base64ish() -> BoxedStrategy<String> {
+    string_of(
+        prop::sample::select(
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_+/="
+                .chars()
+                .collect::<Vec<_>>(),
+        ),
+        0..80,
+    )
 }
