@@ -622,12 +622,15 @@ fn clip(text: &str) -> String {
     if start > 0 && !words[start].starts_with('…') {
         line.push('…');
     }
+    // Characters as shown: a mark becomes `**`, and a cut may add one.
+    let shown = |c: char| if c == OPEN || c == CLOSE { 2 } else { 1 };
+    let budget = SNIPPET_CHARS - 2;
     let mut chars = 0;
     let mut clipped = false;
     for (i, word) in words.iter().enumerate().skip(start) {
-        let len = word.chars().count();
+        let len: usize = word.chars().map(shown).sum();
         // The word of the first match is shown, cut if it must be.
-        if chars > 0 && chars + 1 + len > SNIPPET_CHARS && i != first {
+        if chars > 0 && chars + 1 + len > budget && i != first {
             clipped = true;
             break;
         }
@@ -635,11 +638,14 @@ fn clip(text: &str) -> String {
             line.push(' ');
             chars += 1;
         }
-        if chars + len > SNIPPET_CHARS {
-            line.extend(
-                word.chars()
-                    .take(SNIPPET_CHARS.saturating_sub(chars).max(1)),
-            );
+        if chars + len > budget {
+            for c in word.chars() {
+                if chars + shown(c) > budget {
+                    break;
+                }
+                line.push(c);
+                chars += shown(c);
+            }
             clipped = true;
             break;
         }
@@ -967,6 +973,10 @@ mod tests {
         assert_eq!(clip("  a\n\n b\tc "), "a b c");
         let long = "word ".repeat(100);
         let clipped = clip(&long);
+        assert!(clipped.chars().count() <= SNIPPET_CHARS + 1, "{clipped}");
+        // Marks count as the `**` they become.
+        let marked = "\u{2}word\u{3} ".repeat(100);
+        let clipped = clip(&marked);
         assert!(clipped.chars().count() <= SNIPPET_CHARS + 1, "{clipped}");
         assert!(clipped.ends_with('…'));
         // The match is kept, with some context before it, however late.

@@ -10,7 +10,9 @@ use std::collections::BTreeSet;
 
 use orchestra::cursor::{self, CursorError, SearchResume};
 use orchestra::doc::{DocKey, Prefix, is_valid_id};
-use orchestra::search::{Filter, MAX_FILTERS, MAX_QUERY_BYTES, Search, SearchError, Under};
+use orchestra::search::{
+    Filter, MAX_FILTERS, MAX_QUERY_BYTES, MAX_TERMS, Search, SearchError, Under,
+};
 use orchestra::store::{FileStat, Hit, NewDocument, SNIPPET_CHARS, Store};
 use proptest::prelude::*;
 use proptest::test_runner::{TestCaseError, TestCaseResult};
@@ -313,6 +315,18 @@ fn check_case(fixture: &Fixture, case: &SearchCase) -> TestCaseResult {
     }
     if count > MAX_FILTERS {
         prop_assert_eq!(created, Err(SearchError::TooManyFilters));
+        return Ok(());
+    }
+    // Too many distinct terms is refused with a message, never searched.
+    if let Err(SearchError::TooManyTerms(terms)) = &created {
+        prop_assert!(*terms > MAX_TERMS, "refused {terms} terms");
+        // Terms are pieces between spaces, quotes and NULs.
+        let pieces = case
+            .query
+            .split(|c: char| c.is_whitespace() || c == '"' || c == '\0')
+            .filter(|p| !p.is_empty())
+            .count();
+        prop_assert!(pieces > MAX_TERMS, "{terms} terms of {pieces} pieces");
         return Ok(());
     }
     let search = created.map_err(|e| {
