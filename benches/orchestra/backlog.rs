@@ -1,4 +1,4 @@
-//! The synthetic backlog: the deterministic path and bytes of every document, writing N of them, and rewriting 1%.
+//! The synthetic backlog: the deterministic path and bytes of every document, the words planted for search, writing N of them, and rewriting 1%.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -23,6 +23,32 @@ fn split(text: &'static str) -> Vec<&'static str> {
 static WORD_LIST: LazyLock<Vec<&str>> = LazyLock::new(|| split(WORDS));
 static TAG_LIST: LazyLock<Vec<&str>> = LazyLock::new(|| split(TAGS));
 static STATUS_LIST: LazyLock<Vec<&str>> = LazyLock::new(|| split(STATUSES));
+
+/// Words planted in bodies for the search figures, none of them in `WORDS`:
+/// each rare word in as many documents as `RARE_DOCS` says, spread over the
+/// backlog.
+pub const RARE_WORDS: [&str; 3] = ["quokka", "zeppelin", "xylograph"];
+pub const RARE_DOCS: [usize; 3] = [1, 5, 10];
+/// Planted in about half of the documents (a coin flip per document).
+pub const HALF_WORD: &str = "meridian";
+/// The PRNG stream of the planting, apart from the documents' own streams so
+/// that planting changes no other byte choice.
+const PLANT_STREAM: u64 = 0x9_1A47;
+
+/// The words planted in document `i` of `n`: the same for every variant of
+/// the document, so rewrites keep the hit counts.
+pub fn planted(i: usize, n: usize, seed: u64) -> Vec<&'static str> {
+    let mut words = Vec::new();
+    for (k, (&word, &docs)) in RARE_WORDS.iter().zip(&RARE_DOCS).enumerate() {
+        if (0..docs).any(|m| (m * n / docs + 1 + 7 * k) % n == i) {
+            words.push(word);
+        }
+    }
+    if Rng::new(seed ^ PLANT_STREAM, i as u64).below(2) == 0 {
+        words.push(HALF_WORD);
+    }
+    words
+}
 
 /// The path (below the backlog root, `/`-separated) of document `i`.
 pub fn doc_path(i: usize, rng: &mut Rng) -> String {
@@ -66,8 +92,12 @@ fn words(rng: &mut Rng, out: &mut String, count: usize) {
     }
 }
 
-/// The bytes of document `i`; `variant` > 0 gives the same document rewritten.
-pub fn doc_text(i: usize, variant: u64, seed: u64, rng: &mut Rng, path: &str) -> String {
+/// The bytes of document `i` of `n`; `variant` > 0 gives the same document
+/// rewritten (the same planted words in other text).
+pub fn doc_text(i: usize, n: usize, variant: u64, seed: u64, rng: &mut Rng, path: &str) -> String {
+    let plant = planted(i, n, seed);
+    // The paragraph the planted words end (0 to 2: every body has more).
+    let plant_at = Rng::new(seed ^ PLANT_STREAM ^ variant, i as u64).below(3);
     let mut body_rng = Rng::new(seed ^ variant.wrapping_mul(0x1234_5678_9ABC_DEF1), i as u64);
     let rng = if variant == 0 { rng } else { &mut body_rng };
     let target = 1500 + rng.below(1000);
@@ -98,10 +128,22 @@ pub fn doc_text(i: usize, variant: u64, seed: u64, rng: &mut Rng, path: &str) ->
     text.push_str("# ");
     text.push_str(&title);
     text.push_str("\n\n");
+    let mut paragraph = 0;
     while text.len() < target {
-        let n = 20 + rng.below(40);
-        words(rng, &mut text, n);
+        let count = 20 + rng.below(40);
+        words(rng, &mut text, count);
+        if paragraph == plant_at {
+            for word in &plant {
+                text.push(' ');
+                text.push_str(word);
+            }
+        }
+        paragraph += 1;
         text.push_str(".\n\n");
+    }
+    if paragraph <= plant_at && !plant.is_empty() {
+        text.push_str(&plant.join(" "));
+        text.push_str(".\n");
     }
     text
 }
@@ -141,7 +183,7 @@ pub fn generate(n: usize, seed: u64, parent: Option<&Path>) -> Res<Backlog> {
                     for i in (t..n).step_by(threads) {
                         let mut rng = Rng::new(seed, i as u64);
                         let path = doc_path(i, &mut rng);
-                        let text = doc_text(i, 0, seed, &mut rng, &path);
+                        let text = doc_text(i, n, 0, seed, &mut rng, &path);
                         fs::write(project.join(format!("{path}.md")), &text)?;
                         bytes += text.len() as u64;
                     }
@@ -164,13 +206,15 @@ pub fn generate(n: usize, seed: u64, parent: Option<&Path>) -> Res<Backlog> {
     })
 }
 
-/// Rewrites the bodies of 1% of the documents (every 100th); returns how many.
-pub fn touch_one_percent(backlog: &Backlog, n: usize, seed: u64) -> Res<usize> {
+/// Rewrites the bodies of 1% of the documents (every 100th) as `variant`
+/// (1 and up; each call with a new variant changes them again); returns how
+/// many.
+pub fn touch_one_percent(backlog: &Backlog, n: usize, seed: u64, variant: u64) -> Res<usize> {
     let mut changed = 0;
     for i in (37..n).step_by(100) {
         let mut rng = Rng::new(seed, i as u64);
         let path = doc_path(i, &mut rng);
-        let text = doc_text(i, 1, seed, &mut rng, &path);
+        let text = doc_text(i, n, variant, seed, &mut rng, &path);
         fs::write(backlog.project.join(format!("{path}.md")), text)?;
         changed += 1;
     }

@@ -31,7 +31,8 @@ pub struct ImportFigures {
     pub changed: usize,
 }
 
-fn import(bin: &Path, project: &Path, db: &Path) -> Res<(Finished, ImportReport)> {
+/// One `BIN import PROJECT --db DB --json`: its wall time, peak RSS and report.
+pub fn import(bin: &Path, project: &Path, db: &Path) -> Res<(Finished, ImportReport)> {
     let mut cmd = Command::new(bin);
     cmd.arg("import")
         .arg(project)
@@ -68,7 +69,7 @@ pub fn measure(
         .into());
     }
     step(n, "orchestra re-import, 1% changed");
-    let changed = touch_one_percent(backlog, n, seed)?;
+    let changed = touch_one_percent(backlog, n, seed, 1)?;
     let (delta, delta_report) = import(bin, &backlog.project, db)?;
     if delta_report.updated != changed as u64 {
         return Err(format!(

@@ -128,7 +128,7 @@ pub fn measure(
         let (i, path) = &docs[trial % docs.len()];
         let uri = format!("orchestra://{path}");
         let mut rng = Rng::new(seed, *i as u64);
-        let text = doc_text(*i, 1000 + trial as u64, seed, &mut rng, path);
+        let text = doc_text(*i, n, 1000 + trial as u64, seed, &mut rng, path);
         fs::write(backlog.project.join(format!("{path}.md")), text)?;
 
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
