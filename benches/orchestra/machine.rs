@@ -1,4 +1,4 @@
-//! The binary under test (`$ORCHESTRA_BIN`, warned about when older than `src/`) and the machine, toolchain and commit a run reports.
+//! The binary under test (`$ORCHESTRA_BIN`, warned about when older than `src/`), the optional binary from before search (`$ORCHESTRA_BASELINE_BIN`), and the machine, toolchain and commit a run reports.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -32,6 +32,19 @@ pub fn orchestra_bin() -> Res<PathBuf> {
         );
     }
     Ok(bin)
+}
+
+/// `$ORCHESTRA_BASELINE_BIN`: an orchestra built from before search (e.g.
+/// 9be2234), for the import cost of the index; `None` when unset.
+pub fn baseline_bin() -> Res<Option<PathBuf>> {
+    let Some(path) = std::env::var_os("ORCHESTRA_BASELINE_BIN") else {
+        return Ok(None);
+    };
+    let bin = PathBuf::from(path);
+    if !bin.is_file() {
+        return Err(format!("ORCHESTRA_BASELINE_BIN: no binary at {}", bin.display()).into());
+    }
+    Ok(Some(bin))
 }
 
 fn newest_mtime(dir: &Path) -> Option<std::time::SystemTime> {

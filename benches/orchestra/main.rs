@@ -32,6 +32,16 @@
 //!   keep-alive connection with a minimal HTTP/1.1 client, sending stateless
 //!   2026-07-28 requests: the whole listing, then 1,000 random reads. Errors
 //!   (must be 0), requests/s, p50/p99 of pages and reads, server `VmHWM`.
+//! * search (unless `--no-search`): the backlog has planted words (three
+//!   rare ones in 1, 5 and 10 documents, one in about half); the raw
+//!   baseline builds a plain FTS5 table over its title and body and times
+//!   the top 20 with snippets; the server answers 1,000 `search` tool calls
+//!   (rare word, the half word, `where status=open` with an empty query,
+//!   whose raw analogue is a `json_extract` scan), then its RSS and the
+//!   index's share of the database (`dbstat`). Last, with
+//!   `$ORCHESTRA_BASELINE_BIN` (an orchestra from before search, e.g.
+//!   9be2234), cold and 1%-changed imports of the same files with and
+//!   without the index, alternated.
 //!
 //! Flags: `--docs N` (repeatable, or a comma list; default 1000,10000,100000),
 //! `--1m` (adds 1,000,000: ~2.1 GB of files plus two ~2.5–2.8 GB databases;
@@ -40,7 +50,8 @@
 //! (sequential reads, default 1000), `--pipelined N` (reads with 64 in flight,
 //! default 10000), `--seed N`, `--keep` (keep the backlogs and databases, to
 //! profile `orchestra import DIR/project --db DIR/orchestra.db` by hand),
-//! `--http-clients N` (default 50), `--no-http` (skip the HTTP load).
+//! `--http-clients N` (default 50), `--no-http` (skip the HTTP load),
+//! `--no-search` (skip the search measurements and the raw FTS5 table).
 //!
 //! # Layout
 //!
@@ -54,6 +65,8 @@
 //!   `stdio_client`, the pipelined JSON-RPC client it drives.
 //! * `notification`: import commit → `notifications/resources/updated`.
 //! * `http_load`: many HTTP clients at once, with `http_client`.
+//! * `search`: the `search` tool over a pipe, beside `raw_sqlite`'s FTS5
+//!   table; `search_import`: what the index costs an import.
 //! * `report`: tables, JSON, progress; `units`: how figures are written;
 //!   `stats`: sample counts and percentiles; `process`: `wait4`, RSS, CPU;
 //!   `machine`: the binary under test and the machine.
@@ -76,6 +89,8 @@ mod process;
 mod raw_sqlite;
 mod report;
 mod rng;
+mod search;
+mod search_import;
 mod serve;
 mod stats;
 mod stdio_client;
@@ -85,9 +100,9 @@ use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use serde_json::json;
+use serde_json::{Value, json};
 
-use crate::backlog::Backlog;
+use crate::backlog::{Backlog, HALF_WORD, RARE_WORDS};
 use crate::report::{SizeResult, across_json, across_sizes, step};
 use crate::serve::IN_FLIGHT;
 
@@ -107,9 +122,12 @@ struct Options {
     keep: bool,
     /// Concurrent clients of the HTTP load test (0: skipped).
     http_clients: usize,
+    /// Measure search (the raw FTS5 table, the `search` tool, the index's
+    /// import cost).
+    search: bool,
 }
 
-const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]... [--1m] [--json FILE] [--dir DIR] [--reads N] [--pipelined N] [--seed N] [--keep] [--http-clients N | --no-http]
+const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]... [--1m] [--json FILE] [--dir DIR] [--reads N] [--pipelined N] [--seed N] [--keep] [--http-clients N | --no-http] [--no-search]
 
   --docs N     backlog sizes to run (repeatable or comma list; default 1000,10000,100000)
   --1m         also run 1,000,000 documents (~2.1 GB of files + ~5.3 GB of databases, ~9 min)
@@ -121,8 +139,11 @@ const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]..
   --keep       keep each backlog and its databases (for profiling); prints where
   --http-clients N  clients of the HTTP load test, run at the largest size (default 50)
   --no-http    skip the HTTP load test
+  --no-search  skip the search measurements (raw FTS5 table, search tool, index import cost)
 
-The orchestra binary is $ORCHESTRA_BIN, else <crate>/target/release/orchestra: run `cargo build --release` first.";
+The orchestra binary is $ORCHESTRA_BIN, else <crate>/target/release/orchestra: run `cargo build --release` first.
+$ORCHESTRA_BASELINE_BIN, if set, is an orchestra built from before search (e.g. 9be2234): the
+import cost of the search index is measured against it.";
 
 fn parse_args(args: &[String]) -> Result<Options, String> {
     let mut opts = Options {
@@ -134,6 +155,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         seed: DEFAULT_SEED,
         keep: false,
         http_clients: DEFAULT_HTTP_CLIENTS,
+        search: true,
     };
     let mut million = false;
     let mut it = args.iter();
@@ -169,6 +191,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
             "--seed" => opts.seed = number(&value("--seed")?)? as u64,
             "--http-clients" => opts.http_clients = number(&value("--http-clients")?)?,
             "--no-http" => opts.http_clients = 0,
+            "--no-search" => opts.search = false,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -214,9 +237,18 @@ type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 fn run(opts: &Options) -> Res<()> {
     let bin = machine::orchestra_bin()?;
+    let baseline = machine::baseline_bin()?;
     let machine = machine::machine();
     println!("# orchestra benchmark\n");
     println!("binary: {}", bin.display());
+    if opts.search {
+        match &baseline {
+            Some(path) => println!("baseline binary (without search): {}", path.display()),
+            None => println!(
+                "baseline binary (without search): unset; set ORCHESTRA_BASELINE_BIN for the import cost of the index"
+            ),
+        }
+    }
     println!(
         "machine: {} cores, {}, {} RAM, {}",
         machine["nproc"],
@@ -233,7 +265,7 @@ fn run(opts: &Options) -> Res<()> {
 
     let mut results = Vec::new();
     for &n in &opts.sizes {
-        let (result, backlog) = bench_size(&bin, n, opts)?;
+        let (result, backlog) = bench_size(&bin, baseline.as_deref(), n, opts)?;
         println!("{}", result.table());
         results.push(result);
         if opts.keep {
@@ -252,6 +284,7 @@ fn run(opts: &Options) -> Res<()> {
         let value = json!({
             "machine": machine,
             "binary": bin.display().to_string(),
+            "baseline_binary": baseline.as_ref().map(|b| b.display().to_string()),
             "seed": opts.seed,
             "sizes": results.iter().map(SizeResult::to_json).collect::<Vec<_>>(),
             "page_cost_across_sizes": across_json(&results),
@@ -263,7 +296,12 @@ fn run(opts: &Options) -> Res<()> {
 }
 
 /// One size: the backlog, then every measurement on it, in this order.
-fn bench_size(bin: &Path, n: usize, opts: &Options) -> Res<(SizeResult, Backlog)> {
+fn bench_size(
+    bin: &Path,
+    baseline: Option<&Path>,
+    n: usize,
+    opts: &Options,
+) -> Res<(SizeResult, Backlog)> {
     step(n, "generating");
     let backlog = backlog::generate(n, opts.seed, opts.dir.as_deref())?;
     eprintln!(
@@ -280,10 +318,28 @@ fn bench_size(bin: &Path, n: usize, opts: &Options) -> Res<(SizeResult, Backlog)
     let raw = raw_sqlite::insert(&backlog.project, &raw_db, n)?;
     step(n, "raw reads");
     let raw_reads = raw_sqlite::reads(&raw_db, n, opts.reads, opts.pipelined, opts.seed)?;
+    // Before the FTS5 table is added to it.
+    let raw_db_bytes = fs::metadata(&raw_db)?.len();
+    let raw_search = if opts.search {
+        step(n, "raw FTS5 table and searches");
+        Some(raw_sqlite::search(&raw_db, &RARE_WORDS, HALF_WORD)?)
+    } else {
+        None
+    };
     let imports = import::measure(bin, &backlog, &db, n, opts.seed)?;
 
     step(n, "orchestra serve");
     let serve = serve::measure(bin, &db, n, opts)?;
+    let searched = match &raw_search {
+        Some(raw) => {
+            step(n, "raw frontmatter scan");
+            let (raw_filter_us, filter_hits) = raw_sqlite::filter_scan(&db, search::STATUS)?;
+            step(n, "orchestra serve: search");
+            let figures = search::measure(bin, &db, n, opts.seed, raw, filter_hits)?;
+            Some((figures, raw_filter_us))
+        }
+        None => None,
+    };
     step(n, "orchestra serve: notification latency");
     let notify = notification::measure(bin, &backlog, &db, n, opts.seed)?;
     let largest = opts.sizes.iter().max() == Some(&n);
@@ -302,12 +358,22 @@ fn bench_size(bin: &Path, n: usize, opts: &Options) -> Res<(SizeResult, Backlog)
     } else {
         None
     };
+    // Last: it rewrites files the earlier steps expect unchanged.
+    let index_cost = match (&raw_search, baseline) {
+        (Some(_), Some(baseline)) => Some(search_import::measure(
+            bin, baseline, &backlog, n, opts.seed, opts.keep,
+        )?),
+        _ => None,
+    };
     let db_bytes = fs::metadata(&db)?.len();
-    let raw_db_bytes = fs::metadata(&raw_db)?.len();
 
     let mut rows = imports.rows(&raw, n);
     rows.extend(serve.rows(&raw_reads, n));
     rows.extend(notify.rows());
+    if let (Some(raw), Some((figures, raw_filter_us))) = (&raw_search, &searched) {
+        rows.extend(figures.rows(raw, raw_filter_us, n));
+        rows.extend(search_import::rows(index_cost.as_ref(), raw, n));
+    }
 
     let details = json!({
         "files_bytes": backlog.bytes,
@@ -330,6 +396,11 @@ fn bench_size(bin: &Path, n: usize, opts: &Options) -> Res<(SizeResult, Backlog)
         "notification_from_exit_ms": notify.from_exit_ms,
         "notification_from_start_ms": notify.from_start_ms,
         "notification_trial_import_reported_ms": notify.import_reported_ms,
+        "search": match (&raw_search, &searched) {
+            (Some(raw), Some((figures, raw_filter_us))) => figures.to_json(raw, raw_filter_us),
+            _ => Value::Null,
+        },
+        "search_index_cost": index_cost.as_ref().map(search_import::IndexCost::to_json),
     });
     Ok((
         SizeResult {

@@ -1,4 +1,4 @@
-//! The raw SQLite baseline: the same files inserted by a child process with one prepared statement, then keyset pages, point reads and a full listing straight from SQLite.
+//! The raw SQLite baseline: the same files inserted by a child process with one prepared statement, then keyset pages, point reads and a full listing straight from SQLite; and, for search, a plain FTS5 table over the same bytes with its ranked queries, and a frontmatter scan.
 
 use std::fs;
 use std::path::Path;
@@ -10,6 +10,7 @@ use rusqlite::{Connection, params};
 use crate::Res;
 use crate::process::{Finished, run_measured};
 use crate::rng::Rng;
+use crate::search::Unmarked;
 use crate::stats::{LISTING_RUNS, PAGE_SAMPLES, median, micros, percentile};
 
 /// The first argument that makes this binary the raw insert child.
@@ -207,4 +208,146 @@ pub fn reads(db: &Path, n: usize, reads: usize, throughput: usize, seed: u64) ->
         reads_per_s,
         listing_s: median(&mut listing).as_secs_f64(),
     })
+}
+
+/// Samples of each raw search (after [`RAW_WARMUP`] untimed ones).
+const RAW_RARE_SAMPLES: usize = 300;
+const RAW_COMMON_SAMPLES: usize = 50;
+const RAW_FILTER_SAMPLES: usize = 20;
+const RAW_WARMUP: usize = 5;
+
+/// The raw full-text baseline: a plain FTS5 table over the raw table's
+/// title and body, built in one pass, and the ranked queries on it.
+pub struct RawSearch {
+    /// The `'rebuild'` of the index, in one transaction.
+    pub build_s: f64,
+    /// Pages of the `fts*` tables, and of the whole database with them.
+    pub index_bytes: u64,
+    pub db_bytes: u64,
+    pub rare_us: Vec<f64>,
+    pub common_us: Vec<f64>,
+    /// Hits of each rare word and of the common word (`count(*)`, untimed).
+    pub rare_hits: Vec<u64>,
+    pub common_hits: u64,
+    /// Snippets of the first page of each word search without the match.
+    pub unmarked: Unmarked,
+}
+
+/// Top 20 by the configured rank, with a snippet of the body, materialized.
+const RAW_SEARCH_SQL: &str = "SELECT rowid, title, snippet(fts, 1, '**', '**', '…', 32) FROM fts
+     WHERE fts MATCH ?1 ORDER BY rank LIMIT 20";
+
+/// Builds `fts(title, body)` over the raw table (external content, the
+/// tokenizer and title weight of orchestra's index) and times the same word
+/// searches as the server: each rare word in turn, then the common word.
+pub fn search(db: &Path, rare: &[&str], common: &str) -> Res<RawSearch> {
+    let conn = Connection::open(db)?;
+    conn.pragma_update(None, "synchronous", "NORMAL")?;
+    conn.execute_batch(
+        "CREATE VIRTUAL TABLE fts USING fts5(title, body, content = 'documents',
+             content_rowid = 'rowid', tokenize = 'unicode61 remove_diacritics 2');
+         INSERT INTO fts (fts, rank) VALUES ('rank', 'bm25(10.0, 1.0)');",
+    )?;
+    let t = Instant::now();
+    conn.execute_batch("BEGIN; INSERT INTO fts (fts) VALUES ('rebuild'); COMMIT;")?;
+    let build_s = t.elapsed().as_secs_f64();
+    let (index_bytes, db_bytes) = pages_of(&conn, "name LIKE 'fts%'")?;
+
+    let quoted = |word: &str| format!("\"{word}\"");
+    let mut count = conn.prepare("SELECT count(*) FROM fts WHERE fts MATCH ?1")?;
+    let mut hits = |word: &str| -> rusqlite::Result<u64> {
+        count.query_row([quoted(word)], |r| r.get::<_, i64>(0).map(|c| c as u64))
+    };
+    let rare_hits = rare
+        .iter()
+        .map(|w| hits(w))
+        .collect::<rusqlite::Result<_>>()?;
+    let common_hits = hits(common)?;
+
+    let mut stmt = conn.prepare(RAW_SEARCH_SQL)?;
+    let mut top = |word: &str| -> rusqlite::Result<Vec<String>> {
+        let mut rows = stmt.query([quoted(word)])?;
+        let mut snippets = Vec::with_capacity(20);
+        while let Some(r) = rows.next()? {
+            let _: (i64, String) = (r.get(0)?, r.get(1)?);
+            snippets.push(r.get(2)?);
+        }
+        Ok(snippets)
+    };
+    let mut unmarked = Unmarked::default();
+    for word in rare.iter().chain([&common]) {
+        unmarked.add(word, &top(word)?);
+    }
+    let mut rare_us = Vec::with_capacity(RAW_RARE_SAMPLES);
+    for k in 0..RAW_WARMUP + RAW_RARE_SAMPLES {
+        let word = rare[k % rare.len()];
+        let t = Instant::now();
+        top(word)?;
+        if k >= RAW_WARMUP {
+            rare_us.push(micros(t.elapsed()));
+        }
+    }
+    let mut common_us = Vec::with_capacity(RAW_COMMON_SAMPLES);
+    for k in 0..RAW_WARMUP + RAW_COMMON_SAMPLES {
+        let t = Instant::now();
+        let got = top(common)?;
+        if k >= RAW_WARMUP {
+            common_us.push(micros(t.elapsed()));
+        }
+        assert_eq!(got.len() as u64, common_hits.min(20));
+    }
+    Ok(RawSearch {
+        build_s,
+        index_bytes,
+        db_bytes,
+        rare_us,
+        common_us,
+        rare_hits,
+        common_hits,
+        unmarked,
+    })
+}
+
+/// Bytes of the pages of the tables and indexes `name_filter` selects (from
+/// `dbstat`, which the bundled SQLite has), and of the whole database.
+pub fn pages_of(conn: &Connection, name_filter: &str) -> Res<(u64, u64)> {
+    let selected: i64 = conn.query_row(
+        &format!("SELECT coalesce(sum(pgsize), 0) FROM dbstat WHERE {name_filter}"),
+        [],
+        |r| r.get(0),
+    )?;
+    let pages: i64 = conn.pragma_query_value(None, "page_count", |r| r.get(0))?;
+    let page_size: i64 = conn.pragma_query_value(None, "page_size", |r| r.get(0))?;
+    Ok((selected as u64, (pages * page_size) as u64))
+}
+
+/// The raw analogue of a search with filters only: FTS has none, so the
+/// frontmatter of every document is parsed (`json_extract`) in orchestra's
+/// own database (the raw table keeps no frontmatter): the count, then the
+/// first 20 in key order, as the server answers. Returns the samples (µs)
+/// and the count.
+pub fn filter_scan(db: &Path, status: &str) -> Res<(Vec<f64>, u64)> {
+    let conn = Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let mut count = conn.prepare(
+        "SELECT count(*) FROM documents WHERE json_extract(frontmatter, '$.status') = ?1",
+    )?;
+    let mut first = conn.prepare(
+        "SELECT prefix, id, title, description, size FROM documents
+         WHERE json_extract(frontmatter, '$.status') = ?1 ORDER BY prefix, id LIMIT 21",
+    )?;
+    let mut samples = Vec::with_capacity(RAW_FILTER_SAMPLES);
+    let mut total = 0;
+    for k in 0..RAW_WARMUP + RAW_FILTER_SAMPLES {
+        let t = Instant::now();
+        total = count.query_row([status], |r| r.get::<_, i64>(0))? as u64;
+        let mut rows = first.query([status])?;
+        while let Some(r) = rows.next()? {
+            let _: (String, String, String, Option<String>, i64) =
+                (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?);
+        }
+        if k >= RAW_WARMUP {
+            samples.push(micros(t.elapsed()));
+        }
+    }
+    Ok((samples, total))
 }

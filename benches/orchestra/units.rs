@@ -9,6 +9,7 @@ pub fn fmt_value(v: f64, unit: &str) -> String {
         "µs" => format!("{v:.0} µs"),
         "MB" => format!("{v:.1} MB"),
         "ms" => format!("{v:.1} ms"),
+        "%" => format!("{v:.1}%"),
         _ => format!("{v:.2} {unit}"),
     }
 }
