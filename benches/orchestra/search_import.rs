@@ -13,7 +13,7 @@ use crate::process::Finished;
 use crate::raw_sqlite::RawSearch;
 use crate::report::{Row, step};
 use crate::stats::percentile_ms;
-use crate::units::{mb, ratio};
+use crate::units::ratio;
 
 /// Imports of each kind per binary; the medians are compared.
 const ROUNDS: usize = 3;
@@ -146,11 +146,6 @@ fn median_s(runs: &[Finished]) -> f64 {
     percentile_ms(&seconds, 50.0)
 }
 
-fn median_rss_mb(runs: &[Finished]) -> f64 {
-    let kb: Vec<f64> = runs.iter().map(|f| f.max_rss_kb as f64).collect();
-    mb(percentile_ms(&kb, 50.0) as u64)
-}
-
 /// The import rows; without a baseline binary (`cost` is `None`) they say
 /// what they need. The raw FTS5 `'rebuild'` is shown beside the index's
 /// share of the cold import.
@@ -235,6 +230,8 @@ pub fn rows(cost: Option<&IndexCost>, raw: &RawSearch, n: usize) -> Vec<Row> {
 }
 
 impl IndexCost {
+    /// The times of every import. (Not their peak RSS: `wait4` reports at
+    /// least the bench's own peak RSS at the spawn, which is larger by then.)
     pub fn to_json(&self) -> Value {
         let seconds = |runs: &[Finished]| runs.iter().map(|f| f.seconds).collect::<Vec<_>>();
         json!({
@@ -244,8 +241,6 @@ impl IndexCost {
             "cold_without_s": seconds(&self.cold_without),
             "delta_with_s": seconds(&self.delta_with),
             "delta_without_s": seconds(&self.delta_without),
-            "cold_peak_rss_mb": {"with": median_rss_mb(&self.cold_with), "without": median_rss_mb(&self.cold_without)},
-            "delta_peak_rss_mb": {"with": median_rss_mb(&self.delta_with), "without": median_rss_mb(&self.delta_without)},
         })
     }
 }
