@@ -217,6 +217,19 @@ pub(super) fn rebuild_index(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// A hit from the columns `prefix, id, title, description, size` of a row,
+/// starting at column `first`; its snippet comes later.
+fn hit_at(r: &rusqlite::Row<'_>, first: usize, score: f64) -> rusqlite::Result<Hit> {
+    Ok(Hit {
+        key: key_from_row(r.get_ref(first)?.as_str()?, r.get(first + 1)?)?,
+        title: r.get(first + 2)?,
+        description: r.get(first + 3)?,
+        size: r.get::<_, i64>(first + 4)? as u64,
+        snippet: String::new(),
+        score,
+    })
+}
+
 /// The SQL conditions and their arguments shared by a page and its count.
 struct Conditions {
     sql: String,
@@ -417,16 +430,7 @@ impl Reader {
         )?;
         let mut rows = Vec::with_capacity(ranked.len());
         for (rowid, rank) in ranked {
-            let hit = document.query_row([rowid], |r| {
-                Ok(Hit {
-                    key: key_from_row(r.get_ref(0)?.as_str()?, r.get(1)?)?,
-                    title: r.get(2)?,
-                    description: r.get(3)?,
-                    size: r.get::<_, i64>(4)? as u64,
-                    snippet: String::new(),
-                    score: -rank,
-                })
-            })?;
+            let hit = document.query_row([rowid], |r| hit_at(r, 0, -rank))?;
             rows.push((rowid, hit));
         }
         // Higher scores first, ties by key.
@@ -454,18 +458,7 @@ impl Reader {
         ))?;
         let rows = stmt
             .query_map(params_from_iter(args.iter()), |r| {
-                let rank: f64 = r.get(1)?;
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    Hit {
-                        key: key_from_row(r.get_ref(2)?.as_str()?, r.get(3)?)?,
-                        title: r.get(4)?,
-                        description: r.get(5)?,
-                        size: r.get::<_, i64>(6)? as u64,
-                        snippet: String::new(),
-                        score: -rank,
-                    },
-                ))
+                Ok((r.get::<_, i64>(0)?, hit_at(r, 2, -r.get::<_, f64>(1)?)?))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(rows)
@@ -511,17 +504,7 @@ impl Reader {
         ))?;
         let mut rows = stmt
             .query_map(params_from_iter(args.iter()), |r| {
-                Ok((
-                    r.get::<_, i64>(0)?,
-                    Hit {
-                        key: key_from_row(r.get_ref(1)?.as_str()?, r.get(2)?)?,
-                        title: r.get(3)?,
-                        description: r.get(4)?,
-                        size: r.get::<_, i64>(5)? as u64,
-                        snippet: String::new(),
-                        score: 0.0,
-                    },
-                ))
+                Ok((r.get::<_, i64>(0)?, hit_at(r, 1, 0.0)?))
             })?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         let next = if rows.len() > limit {
