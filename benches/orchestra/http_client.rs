@@ -74,6 +74,20 @@ impl HttpServer {
     }
 }
 
+/// A header value as the 2026-07-28 transport sends it: as it is when it is
+/// printable ASCII, else `=?base64?…?=`.
+fn header_value(text: &str) -> String {
+    use base64::Engine;
+    if text.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        text.to_string()
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(text)
+        )
+    }
+}
+
 /// A minimal HTTP/1.1 client: one keep-alive connection, `POST /mcp` with
 /// a JSON body, responses with `Content-Length` only.
 pub struct HttpClient {
@@ -101,8 +115,10 @@ impl HttpClient {
         })
     }
 
-    /// One `POST /mcp`: the status and the body.
-    pub fn post(&mut self, body: &str) -> Res<(u16, Vec<u8>)> {
+    /// One 2026-07-28 `POST /mcp` of a request for `method` (with `name`,
+    /// the `Mcp-Name` of a `resources/read`), with the headers that revision
+    /// requires: the status and the body.
+    pub fn post(&mut self, method: &str, name: Option<&str>, body: &str) -> Res<(u16, Vec<u8>)> {
         if self.closed {
             *self = HttpClient::connect(self.port)?;
         }
@@ -110,10 +126,15 @@ impl HttpClient {
         write!(
             self.request,
             "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nContent-Type: application/json\r\n\
-             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\r\n",
+             Accept: application/json, text/event-stream\r\nContent-Length: {}\r\n\
+             Mcp-Method: {method}\r\nMCP-Protocol-Version: 2026-07-28\r\n",
             self.port,
             body.len()
         )?;
+        if let Some(name) = name {
+            write!(self.request, "Mcp-Name: {}\r\n", header_value(name))?;
+        }
+        self.request.extend_from_slice(b"\r\n");
         self.request.extend_from_slice(body.as_bytes());
         self.writer.write_all(&self.request)?;
 

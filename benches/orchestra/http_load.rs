@@ -74,7 +74,7 @@ fn client(
             "{{\"jsonrpc\":\"2.0\",\"id\":{next_id},\"method\":\"resources/list\",\"params\":{{{cursor_param}\"_meta\":{STATELESS_META}}}}}"
         );
         let started = Instant::now();
-        let answer = client.post(&body);
+        let answer = client.post("resources/list", None, &body);
         run.list.push(started.elapsed());
         let page = match answer {
             Ok((200, reply)) => match serde_json::from_slice::<Envelope<ListResult>>(&reply) {
@@ -120,12 +120,13 @@ fn client(
     }
     for _ in 0..reads {
         next_id += 1;
-        let uri = Value::from(uris[rng.below(uris.len())].as_str());
+        let uri_text = uris[rng.below(uris.len())].as_str();
+        let uri = Value::from(uri_text);
         let body = format!(
             "{{\"jsonrpc\":\"2.0\",\"id\":{next_id},\"method\":\"resources/read\",\"params\":{{\"uri\":{uri},\"_meta\":{STATELESS_META}}}}}"
         );
         let started = Instant::now();
-        let answer = client.post(&body);
+        let answer = client.post("resources/read", Some(uri_text), &body);
         run.read.push(started.elapsed());
         match answer {
             Ok((200, reply)) => match serde_json::from_slice::<Envelope<IgnoredAny>>(&reply) {

@@ -226,6 +226,12 @@ pub async fn admit(
 /// Runs a request's handler on a blocking thread (every handler reads
 /// SQLite) and returns the response. A panic becomes `-32603`.
 pub async fn run(ctx: Arc<Context>, request: Request) -> String {
+    run_coded(ctx, request).await.0
+}
+
+/// [`run`], and the JSON-RPC error code when the response is an error (the
+/// HTTP transport maps some to statuses).
+pub async fn run_coded(ctx: Arc<Context>, request: Request) -> (String, Option<i32>) {
     let Request {
         id,
         era,
@@ -239,11 +245,12 @@ pub async fn run(ctx: Arc<Context>, request: Request) -> String {
             .await
     };
     match handled {
-        Ok(Ok(handled)) => result_line(&id, &ctx.finish(era, handled)),
-        Ok(Err(error)) => error_line(&id, &error),
+        Ok(Ok(handled)) => (result_line(&id, &ctx.finish(era, handled)), None),
+        Ok(Err(error)) => (error_line(&id, &error), Some(error.code())),
         Err(panic) => {
             tracing::error!("handler failed: {panic}");
-            error_line(&id, &RpcError::internal("Internal error"))
+            let error = RpcError::internal("Internal error");
+            (error_line(&id, &error), Some(error.code()))
         }
     }
 }

@@ -6,6 +6,9 @@ use serde_json::{Value, json};
 use crate::cursor::CursorError;
 use crate::uri::UriError;
 
+/// `HeaderMismatch` of the 2026-07-28 Streamable HTTP transport.
+pub const HEADER_MISMATCH: i32 = -32020;
+
 /// An error response's `error` member.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RpcError(pub ErrorData);
@@ -37,6 +40,12 @@ impl RpcError {
 
     pub fn internal(message: impl Into<String>) -> RpcError {
         RpcError::new(ErrorCode::INTERNAL_ERROR, message, None)
+    }
+
+    /// 2026-07-28 over HTTP: a header that is missing or says otherwise than
+    /// the body (`Mcp-Method`, `Mcp-Name`, `MCP-Protocol-Version`).
+    pub fn header_mismatch(message: impl Into<String>) -> RpcError {
+        RpcError::new(ErrorCode(HEADER_MISMATCH), message, None)
     }
 
     pub fn unsupported_version(requested: &Value, supported: &[&str]) -> RpcError {

@@ -48,6 +48,9 @@ const STREAM_QUEUE: usize = 256;
 
 const SESSION_HEADER: &str = "mcp-session-id";
 const VERSION_HEADER: &str = "mcp-protocol-version";
+const METHOD_HEADER: &str = "mcp-method";
+const NAME_HEADER: &str = "mcp-name";
+const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
 /// How `serve --http` listens and whom it lets in.
 #[derive(Debug, Clone)]
@@ -362,17 +365,131 @@ fn is_enveloped(message: &Message) -> bool {
     message
         .params()
         .and_then(|p| p.get("_meta"))
-        .and_then(|m| m.get("io.modelcontextprotocol/protocolVersion"))
+        .and_then(|m| m.get(META_VERSION))
         .is_some()
 }
 
-async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
-    if let Some(refusal) = version_refusal(&headers) {
-        return refusal;
+/// What a 2026-07-28 message's headers must say, as its transport requires:
+/// the refusal (400, `-32022` or `-32020`), if they do not.
+fn stateless_refusal(headers: &HeaderMap, message: &Message) -> Option<Response> {
+    let id = match message {
+        Message::Request { id, .. } => id.clone(),
+        _ => Value::Null,
+    };
+    let refuse = |error: RpcError| {
+        Some(json_response(
+            StatusCode::BAD_REQUEST,
+            dispatch::error_line(&id, &error),
+        ))
+    };
+    let params = message.params();
+    let requested = params
+        .and_then(|p| p.get("_meta"))
+        .and_then(|m| m.get(META_VERSION))
+        .cloned()
+        .unwrap_or(Value::Null);
+    if requested.as_str() != Some(STATELESS_VERSION) {
+        return refuse(RpcError::unsupported_version(
+            &requested,
+            &[STATELESS_VERSION],
+        ));
     }
+    let method = message.method().unwrap_or_default();
+    let name = match method {
+        "resources/read" => params.and_then(|p| p.get("uri")),
+        "tools/call" | "prompts/get" => params.and_then(|p| p.get("name")),
+        _ => None,
+    };
+    let expected = [
+        (METHOD_HEADER, "Mcp-Method", Some(method)),
+        (
+            NAME_HEADER,
+            "Mcp-Name",
+            name.map(|n| n.as_str().unwrap_or_default()),
+        ),
+        (
+            VERSION_HEADER,
+            "MCP-Protocol-Version",
+            Some(STATELESS_VERSION),
+        ),
+    ];
+    for (header, shown, body) in expected {
+        let Some(body) = body else {
+            continue;
+        };
+        match headers.get(header).map(header_text) {
+            None => {
+                return refuse(RpcError::header_mismatch(format!(
+                    "the {shown} header is missing: it must be {body:?}"
+                )));
+            }
+            Some(Some(value)) if value == body => {}
+            Some(value) => {
+                return refuse(RpcError::header_mismatch(format!(
+                    "the {shown} header {:?} differs from the body's {body:?}",
+                    value.unwrap_or_default()
+                )));
+            }
+        }
+    }
+    None
+}
+
+/// A header's text, decoded from `=?base64?…?=` when sent so; `None` when
+/// it is neither ASCII text nor valid base64 of UTF-8.
+fn header_text(value: &HeaderValue) -> Option<String> {
+    let text = value.to_str().ok()?;
+    match text
+        .strip_prefix("=?base64?")
+        .and_then(|t| t.strip_suffix("?="))
+    {
+        Some(encoded) => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(encoded)
+                .ok()?;
+            String::from_utf8(bytes).ok()
+        }
+        None => Some(text.to_string()),
+    }
+}
+
+/// The HTTP status of a 2026-07-28 answer with JSON-RPC error `code`, as the
+/// official SDKs map them (the handshake era answers errors with 200).
+fn stateless_status(code: Option<i32>) -> StatusCode {
+    match code {
+        Some(-32601) => StatusCode::NOT_FOUND,
+        Some(-32700 | -32600 | -32602 | -32020 | -32021 | -32022) => StatusCode::BAD_REQUEST,
+        _ => StatusCode::OK,
+    }
+}
+
+/// The error code of a (small) response line, if it is an error.
+fn error_code(line: &str) -> Option<i32> {
+    let value: Value = serde_json::from_str(line).ok()?;
+    i32::try_from(value.get("error")?.get("code")?.as_i64()?).ok()
+}
+
+async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
     let message = match dispatch::parse(&body) {
         Ok(message) => message,
-        Err(reply) => return json_response(StatusCode::BAD_REQUEST, reply),
+        Err(reply) => {
+            if let Some(refusal) = version_refusal(&headers) {
+                return refusal;
+            }
+            return json_response(StatusCode::BAD_REQUEST, reply);
+        }
+    };
+    let stateless = is_enveloped(&message);
+    let refusal = match stateless {
+        true => stateless_refusal(&headers, &message),
+        false => version_refusal(&headers),
+    };
+    if let Some(refusal) = refusal {
+        return refusal;
+    }
+    let status_of = |code: Option<i32>| match stateless {
+        true => stateless_status(code),
+        false => StatusCode::OK,
     };
     let is_request = matches!(message, Message::Request { .. });
     let initialize = message.method() == Some("initialize");
@@ -408,7 +525,7 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
     let (sink, stream) = mpsc::channel(STREAM_QUEUE);
     match dispatch::admit(message, state, &app.ctx, &sink, None).await {
         Step::Done => StatusCode::ACCEPTED.into_response(),
-        Step::Reply(line) => json_response(StatusCode::OK, line),
+        Step::Reply(line) => json_response(status_of(error_code(&line)), line),
         Step::Initialized(line) => {
             let mut response = json_response(StatusCode::OK, line);
             // Only a successful initialize opens a session.
@@ -420,10 +537,10 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
             }
             response
         }
-        Step::Run(request) => json_response(
-            StatusCode::OK,
-            dispatch::run(app.ctx.clone(), request).await,
-        ),
+        Step::Run(request) => {
+            let (line, code) = dispatch::run_coded(app.ctx.clone(), request).await;
+            json_response(status_of(code), line)
+        }
         Step::Listening => {
             let Some(changes) = changes else {
                 return rpc_error(

@@ -17,6 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 use std::time::{Duration, Instant};
 
+use base64::Engine;
 use serde_json::{Value, json};
 
 use crate::support::{BIN, Project, fixture_dir, wait_exit};
@@ -150,7 +151,17 @@ impl HttpServer {
             req = req.session(id);
         }
         let resp = req.send();
-        resp.expect(200);
+        // 2026-07-28 maps some errors to statuses; the handshake era is 200.
+        let stateless = message["params"]["_meta"]
+            .get("io.modelcontextprotocol/protocolVersion")
+            .is_some();
+        let code = resp.json()["error"]["code"].as_i64();
+        let status = match (stateless, code) {
+            (true, Some(-32601)) => 404,
+            (true, Some(-32700 | -32600 | -32602 | -32020 | -32021 | -32022)) => 400,
+            _ => 200,
+        };
+        resp.expect(status);
         assert_eq!(
             resp.header("content-type"),
             Some("application/json"),
@@ -254,8 +265,31 @@ impl Req<'_> {
         self.header("Origin", origin)
     }
 
+    /// The body, and for a 2026-07-28 message the headers a conforming
+    /// client sends with it (`Mcp-Method`, `Mcp-Name`, `MCP-Protocol-Version`).
     fn json(mut self, message: &Value) -> Self {
         self.body = message.to_string().into_bytes();
+        let params = &message["params"];
+        if let Some(version) = params["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str() {
+            let method = message["method"].as_str().unwrap_or_default();
+            self = self
+                .header("Mcp-Method", method)
+                .header("MCP-Protocol-Version", version);
+            let name = match method {
+                "resources/read" => params["uri"].as_str(),
+                "tools/call" | "prompts/get" => params["name"].as_str(),
+                _ => None,
+            };
+            if let Some(name) = name {
+                self = self.header("Mcp-Name", &header_value(name));
+            }
+        }
+        self
+    }
+
+    /// Drops a header set so far.
+    fn without(mut self, name: &str) -> Self {
+        self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
         self
     }
 
@@ -806,6 +840,19 @@ fn fixture_uris() -> Vec<String> {
     uris
 }
 
+/// A header value as the 2026-07-28 transport sends it: printable ASCII as
+/// it is, anything else as `=?base64?…?=`.
+fn header_value(text: &str) -> String {
+    if text.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        text.to_string()
+    } else {
+        format!(
+            "=?base64?{}?=",
+            base64::engine::general_purpose::STANDARD.encode(text)
+        )
+    }
+}
+
 /// `/resource?uri=…`, the value encoded as a query component.
 fn resource_path(uri: &str) -> String {
     format!("/resource?uri={}", encode(uri, b""))
@@ -1029,7 +1076,12 @@ fn stateless_requests_need_no_session() {
 
     let mut old = rpc(4, "resources/list", envelope(json!({})));
     old["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
-    assert_eq!(s.call(None, &old)["error"]["code"], -32022);
+    let refused = s.call(None, &old);
+    assert_eq!(refused["error"]["code"], -32022);
+    assert_eq!(
+        refused["error"]["data"],
+        json!({"supported": ["2026-07-28"], "requested": "2099-01-01"})
+    );
 
     // A listen that cannot start is answered at once, in JSON.
     let bad = rpc(
@@ -1062,6 +1114,136 @@ fn stateless_requests_need_no_session() {
         assert_eq!(resp.rpc_error_code(), code, "{shown}");
         assert_eq!(resp.json()["id"], Value::Null, "{shown}");
     }
+}
+
+/// A request, the headers it sends instead of a conforming client's (a
+/// value, or `None` to leave the header out), the status and the error code
+/// expected (0: answered).
+type HeaderCase = (Value, Vec<(&'static str, Option<String>)>, u16, i64);
+
+/// 2026-07-28 over HTTP: the headers must say what the body says.
+#[test]
+fn stateless_requests_carry_headers_that_match_the_body() {
+    let p = fixture_project();
+    let s = HttpServer::start(&p, &[]);
+    let read = |uri: &str| rpc(1, "resources/read", envelope(json!({"uri": uri})));
+    let search = rpc(
+        2,
+        "tools/call",
+        envelope(json!({"name": "search", "arguments": {"query": "sync"}})),
+    );
+    let cases: Vec<HeaderCase> = vec![
+        (read(FEAT_001), vec![], 200, 0),
+        (read(CAFE), vec![], 200, 0),
+        // Not ASCII: the client sends the name in base64, which matches;
+        // then the handler refuses the URI (ids must be percent-encoded).
+        (read("orchestra://notes/café notes"), vec![], 400, -32602),
+        (search.clone(), vec![], 200, 0),
+        (read(FEAT_001), vec![("Mcp-Method", None)], 400, -32020),
+        (
+            read(FEAT_001),
+            vec![("Mcp-Method", Some("resources/list".into()))],
+            400,
+            -32020,
+        ),
+        (read(FEAT_001), vec![("Mcp-Name", None)], 400, -32020),
+        (
+            read(FEAT_001),
+            vec![("Mcp-Name", Some("orchestra://features/FEAT-002".into()))],
+            400,
+            -32020,
+        ),
+        // Base64 form, decoded before it is compared.
+        (
+            read(CAFE),
+            vec![(
+                "Mcp-Name",
+                Some(format!(
+                    "=?base64?{}?=",
+                    base64::engine::general_purpose::STANDARD.encode(CAFE)
+                )),
+            )],
+            200,
+            0,
+        ),
+        (
+            read(CAFE),
+            vec![("Mcp-Name", Some("=?base64?not base64?=".into()))],
+            400,
+            -32020,
+        ),
+        (search.clone(), vec![("Mcp-Name", None)], 400, -32020),
+        (
+            search.clone(),
+            vec![("Mcp-Name", Some("grep".into()))],
+            400,
+            -32020,
+        ),
+        (
+            read(FEAT_001),
+            vec![("MCP-Protocol-Version", None)],
+            400,
+            -32020,
+        ),
+        (
+            read(FEAT_001),
+            vec![("MCP-Protocol-Version", Some("2025-11-25".into()))],
+            400,
+            -32020,
+        ),
+        // Errors of the request itself map to statuses too.
+        (read("orchestra://features/FEAT-999"), vec![], 400, -32602),
+        (
+            rpc(3, "no/such/method", envelope(json!({}))),
+            vec![],
+            404,
+            -32601,
+        ),
+    ];
+    for (message, headers, status, code) in cases {
+        let mut req = s.post(&message);
+        for (name, value) in &headers {
+            req = req.without(name);
+            if let Some(value) = value {
+                req = req.header(name, value);
+            }
+        }
+        let resp = req.send();
+        assert_eq!(resp.status, status, "{message} {headers:?}: {resp:?}");
+        let answer = resp.json();
+        assert_eq!(answer["id"], message["id"], "{resp:?}");
+        match code {
+            0 => assert!(answer["result"].is_object(), "{resp:?}"),
+            code => {
+                assert_eq!(answer["error"]["code"], code, "{headers:?}: {resp:?}");
+                if code == -32020 {
+                    let shown = headers[0].0;
+                    let said = answer["error"]["message"].as_str().unwrap_or_default();
+                    assert!(said.contains(shown), "names {shown}: {said}");
+                }
+            }
+        }
+    }
+    // An unsupported version: 400 and -32022 with what is supported.
+    let mut old = rpc(4, "resources/list", envelope(json!({})));
+    old["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("2099-01-01");
+    let resp = s.post(&old).send();
+    assert_eq!(resp.status, 400, "{resp:?}");
+    assert_eq!(
+        resp.json()["error"]["data"],
+        json!({"supported": ["2026-07-28"], "requested": "2099-01-01"})
+    );
+    // The handshake era answers errors with 200, headers or not.
+    let sid = s.initialize();
+    let missing = s.call(
+        Some(&sid),
+        &rpc(
+            5,
+            "resources/read",
+            json!({"uri": "orchestra://features/FEAT-999"}),
+        ),
+    );
+    assert_eq!(missing["error"]["code"], -32002);
 }
 
 // ---------------------------------------------------------------------------
@@ -1377,7 +1559,14 @@ fn bodies_over_4_mib_are_refused_with_413() {
         assert_eq!(body.len(), len);
         body
     };
-    let at_limit = s.request("POST", "/mcp").body(padded(MAX_BODY)).send();
+    // The headers a 2026-07-28 client sends with the padded read.
+    let post = || {
+        s.request("POST", "/mcp")
+            .header("Mcp-Method", "resources/read")
+            .header("Mcp-Name", FEAT_001)
+            .header("MCP-Protocol-Version", "2026-07-28")
+    };
+    let at_limit = post().body(padded(MAX_BODY)).send();
     at_limit.expect(200);
     assert_eq!(at_limit.json()["result"]["resultType"], "complete");
 
@@ -1387,11 +1576,7 @@ fn bodies_over_4_mib_are_refused_with_413() {
         assert_eq!(resp.status, 413, "{len} bytes: {resp:?}");
     }
     // The same without a Content-Length to go by.
-    let chunked = s
-        .request("POST", "/mcp")
-        .body(padded(MAX_BODY))
-        .chunked()
-        .send();
+    let chunked = post().body(padded(MAX_BODY)).chunked().send();
     chunked.expect(200);
     assert_eq!(chunked.json()["result"]["resultType"], "complete");
     s.request("POST", "/mcp")
