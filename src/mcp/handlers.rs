@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::error::RpcError;
 use super::session::Era;
-use super::{Context, MIME_TYPE, tools};
+use super::{Context, MIME_TYPE, icons, tools};
 use crate::doc::{DocKey, Prefix};
 use crate::store::{DocSummary, Fetched, Reader};
 use crate::{cursor, uri};
@@ -131,7 +131,8 @@ fn resource(doc: &DocSummary) -> Resource {
         .with_title(doc.title.clone())
         .with_mime_type(MIME_TYPE)
         .with_size(doc.size)
-        .with_annotations(annotations);
+        .with_annotations(annotations)
+        .with_icons(icons::of(doc.key.prefix));
     resource.description = doc.description.clone();
     resource
 }
@@ -229,6 +230,7 @@ fn templates(_params: TemplatesParams) -> Result<Handled, RpcError> {
                 .with_title(title)
                 .with_description(description)
                 .with_mime_type(MIME_TYPE)
+                .with_icons(icons::of(prefix))
         })
         .collect();
     let mut result = ListResourceTemplatesResult::with_all_items(templates);

@@ -10,6 +10,7 @@ mod error;
 mod framing;
 mod handlers;
 mod http;
+mod icons;
 mod session;
 mod stdio;
 mod subscriptions;
@@ -126,6 +127,7 @@ impl Context {
 fn server_info() -> Implementation {
     let mut info = Implementation::new("orchestra", env!("CARGO_PKG_VERSION"));
     info.title = Some("Orchestra".to_string());
+    info.icons = Some(icons::server());
     info
 }
 

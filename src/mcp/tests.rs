@@ -238,7 +238,8 @@ async fn stateless_era_decorates_every_result() {
     let out = responses(&input.iter().map(String::as_str).collect::<Vec<_>>()).await;
     let by_id = |id: i64| out.iter().find(|r| r["id"] == json!(id)).unwrap().clone();
     let server_info = json!({"io.modelcontextprotocol/serverInfo":
-        {"name": "orchestra", "title": "Orchestra", "version": env!("CARGO_PKG_VERSION")}});
+        {"name": "orchestra", "title": "Orchestra", "version": env!("CARGO_PKG_VERSION"),
+         "icons": icons::server()}});
 
     let discover = by_id(1)["result"].clone();
     assert_eq!(discover["supportedVersions"], json!(["2026-07-28"]));
@@ -321,7 +322,8 @@ async fn a_resource_carries_every_field() {
         resources[0],
         json!({"uri": "orchestra://docs/adr/0006", "name": "adr/0006", "title": "Title of adr/0006",
                "mimeType": "text/markdown", "size": 6,
-               "annotations": {"lastModified": "2026-01-01T00:00:00Z"}})
+               "annotations": {"lastModified": "2026-01-01T00:00:00Z"},
+               "icons": icons::of(Prefix::Docs)})
     );
     assert!(out[0]["result"]["nextCursor"].is_string());
 }
@@ -791,4 +793,66 @@ async fn bad_search_arguments_are_tool_errors_and_unknown_tools_protocol_errors(
     .await;
     assert_eq!(code_of(&out, json!(1)), -32602);
     assert_eq!(code_of(&out, json!(2)), -32602);
+}
+
+#[tokio::test]
+async fn icons_on_every_resource_template_and_server_info_in_both_eras() {
+    let icon_of = |value: &Value| -> String {
+        let icons = value["icons"].as_array().unwrap_or_else(|| panic!("no icons: {value}"));
+        assert_eq!(icons.len(), 1, "{value}");
+        assert_eq!(icons[0]["mimeType"], "image/svg+xml");
+        assert_eq!(icons[0]["sizes"], json!(["any"]));
+        let src = icons[0]["src"].as_str().unwrap().to_string();
+        assert!(src.starts_with("data:image/svg+xml,") && src.len() < 1024, "{src}");
+        src
+    };
+    let stateless = |id: u32, method: &str| {
+        format!(r#"{{"jsonrpc":"2.0","id":{id},"method":"{method}","params":{{{ENVELOPE}}}}}"#)
+    };
+    let handshake = responses(&[
+        INIT,
+        r#"{"jsonrpc":"2.0","id":1,"method":"resources/list"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"resources/templates/list"}"#,
+    ])
+    .await;
+    let modern = responses(&[
+        &stateless(0, "server/discover"),
+        &stateless(1, "resources/list"),
+        &stateless(2, "resources/templates/list"),
+    ])
+    .await;
+    for out in [&handshake, &modern] {
+        let result = &out[0]["result"];
+        let info = match result.get("serverInfo") {
+            Some(info) => info,
+            None => &result["_meta"]["io.modelcontextprotocol/serverInfo"],
+        };
+        let server = icon_of(info);
+        let mut by_prefix = std::collections::HashMap::new();
+        // The fixture's first page (of 2): docs only; the templates: all three.
+        for resource in out[1]["result"]["resources"].as_array().unwrap() {
+            let prefix = resource["uri"].as_str().unwrap()["orchestra://".len()..]
+                .split('/')
+                .next()
+                .unwrap()
+                .to_string();
+            by_prefix.insert(prefix, icon_of(resource));
+        }
+        for template in out[2]["result"]["resourceTemplates"].as_array().unwrap() {
+            let prefix = template["name"].as_str().unwrap().to_string();
+            let icon = icon_of(template);
+            if let Some(seen) = by_prefix.get(&prefix) {
+                assert_eq!(seen, &icon, "a prefix has one icon");
+            }
+            assert_ne!(icon, server);
+            by_prefix.insert(prefix, icon);
+        }
+        let distinct: std::collections::HashSet<&String> = by_prefix.values().collect();
+        assert_eq!(distinct.len(), 3, "one icon per prefix: {by_prefix:?}");
+    }
+    // Every 2026-07-28 result carries the server's info, icon included.
+    assert_eq!(
+        icon_of(&modern[1]["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]),
+        icon_of(&handshake[0]["result"]["serverInfo"])
+    );
 }

@@ -10,7 +10,7 @@ use serde_json::{Map, Value, json};
 
 use super::error::RpcError;
 use super::handlers::{Freshness, Handled, to_json};
-use super::{Context, MIME_TYPE};
+use super::{Context, MIME_TYPE, icons};
 use crate::cursor;
 use crate::search::{self, Filter, Search, SearchError, Under};
 use crate::store::SearchPage;
@@ -296,7 +296,8 @@ fn answer(args: &Arguments, page: &SearchPage, version: &str) -> CallToolResult 
             let mut link = Resource::new(uri::format(&hit.key), hit.key.id.clone())
                 .with_title(hit.title.clone())
                 .with_mime_type(MIME_TYPE)
-                .with_size(hit.size);
+                .with_size(hit.size)
+                .with_icons(icons::of(hit.key.prefix));
             link.description = hit.description.clone();
             ContentBlock::resource_link(link)
         }));
