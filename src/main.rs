@@ -1,11 +1,11 @@
 //! The `orchestra` command line: `import`, `serve` and `search`, their flags, output and exit status.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use orchestra::cursor;
 use orchestra::import::{self, ChangeKind};
@@ -123,11 +123,22 @@ struct SearchArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(cli) => cli,
+        Err(e) => e.exit(),
+    };
     init_logging();
     let result = match cli.command {
         Command::Import(args) => run_import(args),
-        Command::Serve(args) => run_serve(args),
+        Command::Serve(args) => {
+            // `--db` on the command line names the database; from the
+            // environment or by default it is only where to look.
+            let db_given = matches.subcommand_matches("serve").is_some_and(|m| {
+                m.value_source("db") == Some(clap::parser::ValueSource::CommandLine)
+            });
+            run_serve(args, db_given)
+        }
         Command::Search(args) => {
             return match run_search(&args) {
                 Ok(true) => ExitCode::SUCCESS,
@@ -216,9 +227,38 @@ fn token(args: &ServeArgs) -> Result<Option<String>> {
     }
 }
 
-fn run_serve(args: ServeArgs) -> Result<()> {
-    let path = args.db.path();
+/// The prefix folders whose presence makes a folder a project.
+fn is_project(dir: &Path) -> bool {
+    ["features", "notes", "docs"]
+        .iter()
+        .any(|prefix| dir.join(prefix).is_dir())
+}
+
+/// The folder `serve` watches, if any. `--watch DIR` says it; `--db` on the
+/// command line says to watch nothing. Otherwise (zero configuration): the
+/// current folder when it holds a project (and `$ORCHESTRA_DB` is unset), or
+/// the project the database records, when that folder exists.
+fn folder_to_watch(args: &ServeArgs, db: &Path, db_given: bool) -> Result<Option<PathBuf>> {
     if let Some(dir) = &args.watch {
+        return Ok(Some(dir.clone()));
+    }
+    if db_given {
+        return Ok(None);
+    }
+    if args.db.db.is_none() && is_project(Path::new(".")) {
+        return Ok(Some(PathBuf::from(".")));
+    }
+    if !db.is_file() {
+        // `serve` says what to do about a missing database.
+        return Ok(None);
+    }
+    let root = Store::open_existing(db)?.project_root()?;
+    Ok(root.map(PathBuf::from).filter(|root| root.is_dir()))
+}
+
+fn run_serve(args: ServeArgs, db_given: bool) -> Result<()> {
+    let path = args.db.path();
+    if let Some(dir) = folder_to_watch(&args, &path, db_given)?.as_ref() {
         let opts = watch::import_options(dir.clone(), path.clone());
         let report = import::run(&opts)?;
         for warning in &report.warnings {

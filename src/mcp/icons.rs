@@ -71,9 +71,10 @@ mod tests {
             assert_eq!(icon.mime_type.as_deref(), Some("image/svg+xml"));
             assert_eq!(icon.sizes.as_deref(), Some(&["any".to_string()][..]));
             // The URI decodes back to the SVG, and points nowhere else.
-            let svg = percent_encoding::percent_decode_str(&icon.src["data:image/svg+xml,".len()..])
-                .decode_utf8()
-                .unwrap();
+            let svg =
+                percent_encoding::percent_decode_str(&icon.src["data:image/svg+xml,".len()..])
+                    .decode_utf8()
+                    .unwrap();
             assert!(svg.starts_with("<svg") && svg.ends_with("</svg>"), "{svg}");
             assert!(!svg.contains("href"), "no links in an icon");
         }

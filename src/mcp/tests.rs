@@ -798,12 +798,17 @@ async fn bad_search_arguments_are_tool_errors_and_unknown_tools_protocol_errors(
 #[tokio::test]
 async fn icons_on_every_resource_template_and_server_info_in_both_eras() {
     let icon_of = |value: &Value| -> String {
-        let icons = value["icons"].as_array().unwrap_or_else(|| panic!("no icons: {value}"));
+        let icons = value["icons"]
+            .as_array()
+            .unwrap_or_else(|| panic!("no icons: {value}"));
         assert_eq!(icons.len(), 1, "{value}");
         assert_eq!(icons[0]["mimeType"], "image/svg+xml");
         assert_eq!(icons[0]["sizes"], json!(["any"]));
         let src = icons[0]["src"].as_str().unwrap().to_string();
-        assert!(src.starts_with("data:image/svg+xml,") && src.len() < 1024, "{src}");
+        assert!(
+            src.starts_with("data:image/svg+xml,") && src.len() < 1024,
+            "{src}"
+        );
         src
     };
     let stateless = |id: u32, method: &str| {

@@ -224,6 +224,18 @@ impl Store {
         &self.path
     }
 
+    /// The folder of the project the database holds, as the last import
+    /// recorded it; `None` before any import.
+    pub fn project_root(&self) -> Result<Option<String>> {
+        let conn = self
+            .pool
+            .get()
+            .context("no database connection available")?;
+        Ok(conn
+            .query_row("SELECT root FROM project", [], |r| r.get(0))
+            .optional()?)
+    }
+
     /// A connection for reads. Each call is one consistent view of the last commit.
     pub fn reader(&self) -> Result<Reader> {
         let conn = self

@@ -227,7 +227,10 @@ fn a_database_from_before_search_is_indexed_on_the_next_serve_or_import() {
 
         let out = match command {
             "import" => p.import(&[]),
-            _ => p.cmd(&["serve"]).input(Vec::new()).run(),
+            _ => p
+                .cmd(&["serve", "--db", ".orchestra/orchestra.db"])
+                .input(Vec::new())
+                .run(),
         };
         out.assert_success();
         assert!(
@@ -250,7 +253,10 @@ fn a_database_from_before_search_is_indexed_on_the_next_serve_or_import() {
             expected - (command == "import") as usize
         );
         // Once only.
-        let out = p.cmd(&["serve"]).input(Vec::new()).run();
+        let out = p
+            .cmd(&["serve", "--db", ".orchestra/orchestra.db"])
+            .input(Vec::new())
+            .run();
         assert!(!out.stderr.contains("upgrading"), "{out:?}");
     }
 }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::support::{BIN, Server, wait_exit};
+use crate::support::{BIN, Output, Project, Server, wait_exit};
 
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -209,5 +209,121 @@ fn stdout_carries_protocol_messages_only() {
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("notifications/initialized"),
         "the debug log goes to stderr"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Zero configuration: `orchestra serve` with no flags.
+
+/// The URIs `serve` lists when started with `args` in `dir` (and `envs`),
+/// its stdin holding an initialize and a list request.
+fn listed_by_serve(
+    p: &Project,
+    dir: &Path,
+    args: &[&str],
+    envs: &[(&str, &str)],
+) -> (Vec<String>, Output) {
+    let input = [
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"resources/list"}"#,
+    ]
+    .join("\n")
+        + "\n";
+    let mut all = vec!["serve", "--page-size", "1000"];
+    all.extend_from_slice(args);
+    let mut cmd = p.cmd(&all).current_dir(dir).input(input.into_bytes());
+    for (key, value) in envs {
+        cmd = cmd.env(key, value);
+    }
+    let out = cmd.run();
+    let uris = out
+        .stdout_lines()
+        .iter()
+        .filter_map(|line| serde_json::from_str::<serde_json::Value>(line).ok())
+        .filter(|m| m["id"] == 1)
+        .flat_map(|m| {
+            m["result"]["resources"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default()
+        })
+        .map(|r| r["uri"].as_str().unwrap_or_default().to_string())
+        .collect();
+    (uris, out)
+}
+
+#[test]
+fn serve_with_no_flags_in_a_project_imports_and_serves_it() {
+    let p = Project::fixture();
+    let (uris, out) = listed_by_serve(&p, &p.dir(), &[], &[]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert_eq!(uris.len(), 17, "{out:?}");
+    assert!(
+        p.path(".orchestra/orchestra.db").is_file(),
+        "the database is in the project"
+    );
+    // Again, after an edit: the start-up import sees it.
+    p.file("notes/new.md", "# New\n");
+    let (uris, _) = listed_by_serve(&p, &p.dir(), &[], &[]);
+    assert!(
+        uris.contains(&"orchestra://notes/new".to_string()),
+        "{uris:?}"
+    );
+}
+
+#[test]
+fn serve_with_no_flags_beside_a_database_serves_it_and_its_project() {
+    let p = Project::fixture();
+    p.import(&[]).assert_success();
+    // Changed after the import: seen only when the recorded project is imported again.
+    p.file("notes/later.md", "# Later\n");
+    let later = "orchestra://notes/later".to_string();
+
+    // The root holds .orchestra/orchestra.db, and is no project itself.
+    let (uris, out) = listed_by_serve(&p, p.root(), &[], &[]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(
+        uris.contains(&later),
+        "the recorded project was imported: {uris:?}"
+    );
+
+    // $ORCHESTRA_DB from an empty folder.
+    p.file("notes/later2.md", "# Later\n");
+    let elsewhere = tempfile::tempdir().unwrap();
+    let db = p.db();
+    let (uris, _) = listed_by_serve(
+        &p,
+        elsewhere.path(),
+        &[],
+        &[("ORCHESTRA_DB", db.to_str().unwrap())],
+    );
+    assert!(
+        uris.contains(&"orchestra://notes/later2".to_string()),
+        "{uris:?}"
+    );
+
+    // An explicit --db serves the database as it is.
+    p.file("notes/later3.md", "# Later\n");
+    let (uris, _) = listed_by_serve(&p, elsewhere.path(), &["--db", db.to_str().unwrap()], &[]);
+    assert!(
+        !uris.contains(&"orchestra://notes/later3".to_string()),
+        "{uris:?}"
+    );
+    assert!(
+        uris.contains(&"orchestra://notes/later2".to_string()),
+        "{uris:?}"
+    );
+}
+
+#[test]
+fn serve_with_no_flags_and_nothing_to_serve_says_so() {
+    let p = Project::new();
+    let (_, out) = listed_by_serve(&p, p.root(), &[], &[]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr
+            .contains("no database at .orchestra/orchestra.db"),
+        "{out:?}"
     );
 }
