@@ -199,9 +199,6 @@ pub struct Compiled {
     /// What hits must match, exclusions included (`(a) NOT (b)`); `None`
     /// when the query has no positive term: then hits are listed in key order.
     pub matching: Option<String>,
-    /// Only the positive part: a document matching it in its key or title
-    /// is a title hit.
-    pub positive: Option<String>,
     /// What hits must not match, when the query has only exclusions.
     pub excluded: Option<String>,
 }
@@ -360,17 +357,14 @@ pub fn compile(query: &str) -> Compiled {
     match (positive, excluded) {
         (Some(positive), Some(excluded)) => Compiled {
             matching: Some(format!("({positive}) NOT ({excluded})")),
-            positive: Some(positive),
             excluded: None,
         },
         (Some(positive), None) => Compiled {
-            matching: Some(positive.clone()),
-            positive: Some(positive),
+            matching: Some(positive),
             excluded: None,
         },
         (None, excluded) => Compiled {
             matching: None,
-            positive: None,
             excluded,
         },
     }
