@@ -151,6 +151,13 @@ enum Outcome {
     Skipped(Warning),
 }
 
+/// Whether `dir` holds a project: any of the prefix folders.
+pub fn is_project(dir: &Path) -> bool {
+    crate::doc::Prefix::ALL
+        .iter()
+        .any(|prefix| dir.join(prefix.as_str()).is_dir())
+}
+
 /// Runs one import. Errors are fatal (nothing was written); problems with
 /// single files are warnings in the report.
 pub fn run(opts: &Options) -> Result<Report> {

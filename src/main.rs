@@ -227,13 +227,6 @@ fn token(args: &ServeArgs) -> Result<Option<String>> {
     }
 }
 
-/// The prefix folders whose presence makes a folder a project.
-fn is_project(dir: &Path) -> bool {
-    ["features", "notes", "docs"]
-        .iter()
-        .any(|prefix| dir.join(prefix).is_dir())
-}
-
 /// The folder `serve` watches, if any. `--watch DIR` says it; `--db` on the
 /// command line says to watch nothing. Otherwise (zero configuration): the
 /// current folder when it holds a project (and `$ORCHESTRA_DB` is unset), or
@@ -245,7 +238,7 @@ fn folder_to_watch(args: &ServeArgs, db: &Path, db_given: bool) -> Result<Option
     if db_given {
         return Ok(None);
     }
-    if args.db.db.is_none() && is_project(Path::new(".")) {
+    if args.db.db.is_none() && import::is_project(Path::new(".")) {
         return Ok(Some(PathBuf::from(".")));
     }
     if !db.is_file() {
@@ -258,7 +251,8 @@ fn folder_to_watch(args: &ServeArgs, db: &Path, db_given: bool) -> Result<Option
 
 fn run_serve(args: ServeArgs, db_given: bool) -> Result<()> {
     let path = args.db.path();
-    if let Some(dir) = folder_to_watch(&args, &path, db_given)?.as_ref() {
+    let watched = folder_to_watch(&args, &path, db_given)?;
+    if let Some(dir) = watched.as_ref() {
         let opts = watch::import_options(dir.clone(), path.clone());
         let report = import::run(&opts)?;
         for warning in &report.warnings {
@@ -266,6 +260,25 @@ fn run_serve(args: ServeArgs, db_given: bool) -> Result<()> {
         }
         tracing::info!("{}", report.summary(dir));
         watch::spawn(opts)?;
+    }
+    // Nothing named and nothing found: over stdio, the client's roots may
+    // name a project; until then the server serves nothing.
+    let nothing_here = watched.is_none() && !db_given && args.db.db.is_none() && !path.exists();
+    if nothing_here && args.http.is_none() {
+        eprintln!(
+            "orchestra: no project in this folder and no database at {}: serving nothing until the client names a project among its roots",
+            path.display()
+        );
+        let config = mcp::Config {
+            page_size: args.page_size as usize,
+        };
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()
+            .context("cannot start the async runtime")?;
+        let result = runtime.block_on(mcp::serve_stdio(None, config));
+        runtime.shutdown_timeout(std::time::Duration::from_millis(100));
+        return result;
     }
     let store = Store::open_existing(&path)?;
     let config = mcp::Config {
@@ -276,7 +289,7 @@ fn run_serve(args: ServeArgs, db_given: bool) -> Result<()> {
         .build()
         .context("cannot start the async runtime")?;
     let result = match args.http {
-        None => runtime.block_on(mcp::serve_stdio(store, config)),
+        None => runtime.block_on(mcp::serve_stdio(Some(store), config)),
         Some(addr) => {
             let options = mcp::HttpOptions {
                 addr,
@@ -284,7 +297,7 @@ fn run_serve(args: ServeArgs, db_given: bool) -> Result<()> {
                 token: token(&args)?,
             };
             runtime.block_on(async {
-                let changes = mcp::watch_changes(&store)?;
+                let changes = mcp::watch_changes(mcp::StoreSlot::new(Some(store.clone())))?;
                 mcp::serve_http(store, config, options, changes, mcp::shutdown_signal()).await
             })
         }

@@ -27,15 +27,16 @@ pub enum Message {
         method: String,
         params: Option<Value>,
     },
-    /// A response: orchestra sends no requests, so nothing waits for it.
-    Response,
+    /// A response to a request of the server's (`roots/list`), or a
+    /// malformed notification (`id` null, `result` none): nothing answers it.
+    Response { id: Value, result: Option<Value> },
 }
 
 impl Message {
     pub fn method(&self) -> Option<&str> {
         match self {
             Message::Request { method, .. } | Message::Notification { method, .. } => Some(method),
-            Message::Response => None,
+            Message::Response { .. } => None,
         }
     }
 
@@ -44,7 +45,7 @@ impl Message {
             Message::Request { params, .. } | Message::Notification { params, .. } => {
                 params.as_ref()
             }
-            Message::Response => None,
+            Message::Response { .. } => None,
         }
     }
 }
@@ -96,7 +97,10 @@ pub fn parse(bytes: &[u8]) -> Result<Message, String> {
         None if id.is_some()
             && (message.contains_key("result") || message.contains_key("error")) =>
         {
-            return Ok(Message::Response);
+            return Ok(Message::Response {
+                id: reply_id,
+                result: message.remove("result"),
+            });
         }
         None => return invalid("not a request, notification or response"),
     };
@@ -108,7 +112,10 @@ pub fn parse(bytes: &[u8]) -> Result<Message, String> {
                 &RpcError::invalid_params("params must be an object"),
             )),
             // A malformed notification gets no answer.
-            None => Ok(Message::Response),
+            None => Ok(Message::Response {
+                id: Value::Null,
+                result: None,
+            }),
         };
     }
     Ok(match id {
@@ -162,7 +169,7 @@ pub async fn admit(
     handshake_sink: Option<Sink>,
 ) -> Step {
     let (id, method, params) = match message {
-        Message::Response => return Step::Done,
+        Message::Response { .. } => return Step::Done,
         Message::Notification { method, params } => {
             tracing::debug!("notification {method}");
             if method == "notifications/cancelled"

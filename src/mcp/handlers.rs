@@ -95,8 +95,11 @@ struct ListParams {
 
 fn list(ctx: &Context, params: ListParams) -> Result<Handled, RpcError> {
     let after = params.cursor.as_deref().map(cursor::decode).transpose()?;
-    let reader = ctx.store.reader()?;
-    let (page, next) = page(&reader, after.as_ref(), ctx.page_size)?;
+    let (page, next) = match ctx.store() {
+        Some(store) => page(&store.reader()?, after.as_ref(), ctx.page_size)?,
+        // No project known yet: nothing to list.
+        None => (Vec::new(), None),
+    };
     let mut result = ListResourcesResult::with_all_items(page.iter().map(resource).collect());
     result.result_type = None;
     result.next_cursor = next.as_ref().map(cursor::encode);
@@ -156,7 +159,11 @@ struct ReadParams {
 
 fn read(ctx: &Context, params: ReadParams, stateless: bool) -> Result<Handled, RpcError> {
     let key = uri::parse(&params.uri)?;
-    let doc = match ctx.store.reader()?.get(&key, MAX_READ_BYTES)? {
+    let fetched = match ctx.store() {
+        Some(store) => store.reader()?.get(&key, MAX_READ_BYTES)?,
+        None => None,
+    };
+    let doc = match fetched {
         None => return Err(RpcError::not_found(&params.uri, stateless)),
         Some(Fetched::TooLarge { size }) => {
             return Err(RpcError::too_large(&params.uri, size, MAX_READ_BYTES));
@@ -285,10 +292,14 @@ fn complete(ctx: &Context, params: CompleteParams) -> Result<Handled, RpcError> 
             params.argument.name
         )));
     }
-    let (values, total) =
-        ctx.store
-            .reader()?
-            .complete_ids(prefix, &params.argument.value, MAX_COMPLETIONS)?;
+    let (values, total) = match ctx.store() {
+        Some(store) => {
+            store
+                .reader()?
+                .complete_ids(prefix, &params.argument.value, MAX_COMPLETIONS)?
+        }
+        None => (Vec::new(), 0),
+    };
     let has_more = total > values.len() as u64;
     let completion = CompletionInfo::with_pagination(
         values,

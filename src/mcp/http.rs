@@ -33,7 +33,7 @@ use tokio_stream::wrappers::ReceiverStream;
 use super::dispatch::{self, Message, SessionState, Step};
 use super::error::RpcError;
 use super::session::{HANDSHAKE_VERSIONS, STATELESS_VERSION};
-use super::{Config, Context, MIME_TYPE, handlers, tools};
+use super::{Config, Context, MIME_TYPE, StoreSlot, handlers, tools};
 use crate::doc::DocKey;
 use crate::search::{self, Filter, Search, SearchError, Under};
 use crate::store::{ChangeBatch, Fetched, Store};
@@ -107,7 +107,7 @@ pub async fn serve_http(
     }
     eprintln!("orchestra: serving MCP on http://{addr}/mcp");
     let app = Arc::new(App {
-        ctx: Arc::new(Context::new(store, &config)),
+        ctx: Arc::new(Context::new(StoreSlot::new(Some(store)), &config)),
         changes,
         sessions: Default::default(),
         listens: Default::default(),
@@ -684,8 +684,9 @@ async fn get_resource(
         Err(e) => return plain_error(StatusCode::BAD_REQUEST, &format!("invalid uri: {e}")),
     };
     let ctx = app.ctx.clone();
-    let fetched = tokio::task::spawn_blocking(move || {
-        ctx.store.reader()?.get(&key, handlers::MAX_READ_BYTES)
+    let fetched = tokio::task::spawn_blocking(move || match ctx.store() {
+        Some(store) => store.reader()?.get(&key, handlers::MAX_READ_BYTES),
+        None => Ok(None),
     })
     .await;
     let doc = match fetched {

@@ -11,6 +11,7 @@ mod framing;
 mod handlers;
 mod http;
 mod icons;
+mod roots;
 mod session;
 mod stdio;
 mod subscriptions;
@@ -49,9 +50,30 @@ pub struct Config {
     pub page_size: usize,
 }
 
+/// The store a server serves: none until a project is known (a server
+/// started with nothing to serve waits for its client's roots), and another
+/// when the client's roots change. Shared by the session and the poller.
+#[derive(Clone, Default)]
+pub struct StoreSlot(Arc<std::sync::RwLock<Option<Store>>>);
+
+impl StoreSlot {
+    pub fn new(store: Option<Store>) -> StoreSlot {
+        StoreSlot(Arc::new(std::sync::RwLock::new(store)))
+    }
+
+    /// The store now, if any (a cheap clone of its pool).
+    pub fn get(&self) -> Option<Store> {
+        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    fn set(&self, store: Store) {
+        *self.0.write().unwrap_or_else(|e| e.into_inner()) = Some(store);
+    }
+}
+
 /// What every handler may use: the store and what was computed at start-up.
 pub struct Context {
-    store: Store,
+    slot: StoreSlot,
     page_size: usize,
     discover_json: String,
     /// `"_meta":{...serverInfo}`, spliced into every 2026-07-28 result.
@@ -61,7 +83,7 @@ pub struct Context {
 }
 
 impl Context {
-    fn new(store: Store, config: &Config) -> Context {
+    fn new(slot: StoreSlot, config: &Config) -> Context {
         let server_info = server_info();
         let mut discover = DiscoverResult::new(vec![ProtocolVersion::V_2026_07_28], capabilities())
             .with_server_info(server_info.clone());
@@ -82,7 +104,7 @@ impl Context {
         initialize.server_info = server_info;
         initialize.instructions = Some(INSTRUCTIONS.to_string());
         Context {
-            store,
+            slot,
             page_size: config.page_size.clamp(1, MAX_PAGE_SIZE as usize),
             discover_json: discover.to_string(),
             server_meta: format!("\"_meta\":{}", Value::Object(meta)),
@@ -116,6 +138,11 @@ impl Context {
         json
     }
 
+    /// The store, when a project is known.
+    fn store(&self) -> Option<Store> {
+        self.slot.get()
+    }
+
     fn initialize_json(&self, version: &'static str) -> String {
         let mut result = self.initialize.clone();
         result.protocol_version =
@@ -147,11 +174,15 @@ fn capabilities() -> ServerCapabilities {
 /// How often the server asks SQLite whether another process committed.
 const POLL_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
-/// Starts the thread that notices commits (by any process) and publishes
-/// what they changed; every session subscribes to the returned sender. The
-/// thread lives as long as the process.
-pub fn watch_changes(store: &Store) -> Result<broadcast::Sender<Arc<ChangeBatch>>> {
-    let mut watcher = ChangeWatcher::new(store)?;
+/// Starts the thread that notices commits (by any process) to the store in
+/// `slot` and publishes what they changed; every session subscribes to the
+/// returned sender. When the slot gets another store, the thread watches
+/// that one from its current state. The thread lives as long as the process.
+pub fn watch_changes(slot: StoreSlot) -> Result<broadcast::Sender<Arc<ChangeBatch>>> {
+    let mut watcher = match slot.get() {
+        Some(store) => Some((store.path().to_path_buf(), ChangeWatcher::new(&store)?)),
+        None => None,
+    };
     let (publish, _) = broadcast::channel(64);
     let sender = publish.clone();
     std::thread::Builder::new()
@@ -160,7 +191,23 @@ pub fn watch_changes(store: &Store) -> Result<broadcast::Sender<Arc<ChangeBatch>
             let mut failing = false;
             loop {
                 std::thread::sleep(POLL_INTERVAL);
-                match watcher.poll() {
+                let Some(store) = slot.get() else {
+                    continue;
+                };
+                if watcher
+                    .as_ref()
+                    .is_none_or(|(path, _)| path != store.path())
+                {
+                    match ChangeWatcher::new(&store) {
+                        Ok(new) => watcher = Some((store.path().to_path_buf(), new)),
+                        Err(e) => tracing::warn!("cannot read the change feed: {e:#}"),
+                    }
+                    continue;
+                }
+                let Some((_, current)) = watcher.as_mut() else {
+                    continue;
+                };
+                match current.poll() {
                     Ok(Some(batch)) => {
                         failing = false;
                         tracing::debug!(

@@ -9,10 +9,11 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::{Semaphore, broadcast, mpsc};
 use tokio::task::JoinSet;
 
-use super::dispatch::{self, SessionState, Step};
+use super::dispatch::{self, Message, SessionState, Step};
 use super::error::RpcError;
 use super::framing::{self, Frame, MAX_LINE};
-use super::{Config, Context};
+use super::roots::Roots;
+use super::{Config, Context, StoreSlot};
 use crate::store::{ChangeBatch, Store};
 
 /// Requests handled at once; the next line is not read until one finishes,
@@ -22,10 +23,15 @@ const MAX_IN_FLIGHT: usize = 64;
 const OUTPUT_QUEUE: usize = 256;
 
 /// Serves MCP on stdin/stdout until stdin closes or SIGTERM / Ctrl-C arrives.
-pub async fn serve_stdio(store: Store, config: Config) -> Result<()> {
-    let changes = super::watch_changes(&store)?;
-    serve(
-        store,
+/// Serves stdin/stdout until EOF or SIGTERM. With no store, the server
+/// waits for a client that offers roots to name a project.
+pub async fn serve_stdio(store: Option<Store>, config: Config) -> Result<()> {
+    let roots = Roots::new(store.is_none());
+    let slot = StoreSlot::new(store);
+    let changes = super::watch_changes(slot.clone())?;
+    serve_slot(
+        slot,
+        roots,
         config,
         tokio::io::stdin(),
         tokio::io::stdout(),
@@ -72,7 +78,35 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let ctx = Arc::new(Context::new(store, &config));
+    let slot = StoreSlot::new(Some(store));
+    serve_slot(
+        slot,
+        Roots::new(false),
+        config,
+        input,
+        output,
+        changes,
+        shutdown,
+    )
+    .await
+}
+
+/// [`serve`] of whatever store `slot` holds, which the client's roots may
+/// set or change.
+pub async fn serve_slot<R, W>(
+    slot: StoreSlot,
+    mut roots: Roots,
+    config: Config,
+    input: R,
+    output: W,
+    changes: broadcast::Receiver<Arc<ChangeBatch>>,
+    shutdown: impl Future<Output = ()>,
+) -> Result<()>
+where
+    R: AsyncRead + Unpin,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    let ctx = Arc::new(Context::new(slot.clone(), &config));
     let (out, out_rx) = mpsc::channel::<String>(OUTPUT_QUEUE);
     let writer = tokio::spawn(write_lines(output, out_rx));
     let state = SessionState::default();
@@ -121,8 +155,22 @@ where
                 continue;
             }
         };
+        if let Message::Response { id, result } = &message {
+            // An answer to the server's own `roots/list`, or to nothing.
+            roots.answer(id, result.clone());
+            continue;
+        }
+        let method = message.method().unwrap_or_default().to_string();
+        if method == "initialize" {
+            roots.initialize(message.params());
+        }
+        let ask_roots = roots.asks_after(&method);
         // On stdio every notification goes to stdout.
-        match dispatch::admit(message, &state, &ctx, &out, Some(out.clone())).await {
+        let step = dispatch::admit(message, &state, &ctx, &out, Some(out.clone())).await;
+        if ask_roots {
+            tasks.spawn(roots.ask(out.clone(), slot.clone()));
+        }
+        match step {
             Step::Done | Step::Listening => {}
             Step::Reply(line) | Step::Initialized(line) => send(&out, line).await,
             Step::Run(request) => {

@@ -247,7 +247,14 @@ pub fn run(
             Err(e) => return Ok(Err(SearchError::from(e))),
         },
     };
-    let page = ctx.store.reader()?.search(search, resume.as_ref(), limit)?;
+    let page = match ctx.store() {
+        Some(store) => store.reader()?.search(search, resume.as_ref(), limit)?,
+        None => SearchPage {
+            hits: Vec::new(),
+            total: 0,
+            next: None,
+        },
+    };
     Ok(Ok(page))
 }
 

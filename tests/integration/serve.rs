@@ -317,9 +317,19 @@ fn serve_with_no_flags_beside_a_database_serves_it_and_its_project() {
 }
 
 #[test]
-fn serve_with_no_flags_and_nothing_to_serve_says_so() {
+fn serve_with_no_flags_and_nothing_to_serve_serves_nothing_and_says_why() {
     let p = Project::new();
-    let (_, out) = listed_by_serve(&p, p.root(), &[], &[]);
+    let (uris, out) = listed_by_serve(&p, p.root(), &[], &[]);
+    assert_eq!(out.code, Some(0), "{out:?}");
+    assert!(uris.is_empty(), "{uris:?}");
+    let said: Vec<&str> = out.stderr_lines();
+    assert_eq!(said.len(), 1, "{out:?}");
+    assert!(
+        said[0].contains("serving nothing until the client names a project"),
+        "{out:?}"
+    );
+    // Over HTTP there is no client to ask: it stays an error.
+    let out = p.cmd(&["serve", "--http", "127.0.0.1:0"]).run();
     assert_eq!(out.code, Some(1), "{out:?}");
     assert!(
         out.stderr
