@@ -118,6 +118,8 @@ where
     let mut input = BufReader::with_capacity(64 * 1024, input);
     let in_flight = Arc::new(Semaphore::new(MAX_IN_FLIGHT));
     let mut tasks = JoinSet::new();
+    // Waits for the client's roots: not requests, ended at shutdown.
+    let mut background = JoinSet::new();
 
     tokio::pin!(shutdown);
     loop {
@@ -130,6 +132,7 @@ where
         };
         // Reap finished tasks so the set does not grow with the session.
         while tasks.try_join_next().is_some() {}
+        while background.try_join_next().is_some() {}
         let line = match frame {
             Ok(Frame::Line(line)) => line,
             Ok(Frame::Eof) => break,
@@ -168,7 +171,7 @@ where
         // On stdio every notification goes to stdout.
         let step = dispatch::admit(message, &state, &ctx, &out, Some(out.clone())).await;
         if ask_roots {
-            tasks.spawn(roots.ask(out.clone(), slot.clone()));
+            background.spawn(roots.ask(out.clone(), slot.clone()));
         }
         match step {
             Step::Done | Step::Listening => {}
@@ -197,6 +200,8 @@ where
     {
         tracing::warn!("requests still running at shutdown were dropped");
     }
+    background.shutdown().await;
+    tasks.shutdown().await;
     notifier.abort();
     let _ = notifier.await;
     // The subscriptions hold senders of the output queue: drop them so the

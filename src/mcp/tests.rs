@@ -861,3 +861,66 @@ async fn icons_on_every_resource_template_and_server_info_in_both_eras() {
         icon_of(&handshake[0]["result"]["serverInfo"])
     );
 }
+
+/// A server started with nothing to serve, over an in-memory stream: every
+/// line it wrote for `input`.
+async fn exchange_without_a_project(input: &str) -> Vec<Value> {
+    let (client, server) = tokio::io::duplex(1 << 20);
+    let (server_read, server_write) = tokio::io::split(server);
+    let (_publish, changes) = broadcast::channel(4);
+    let serve = tokio::spawn(stdio::serve_slot(
+        StoreSlot::new(None),
+        roots::Roots::new(true),
+        Config { page_size: 10 },
+        server_read,
+        server_write,
+        changes,
+        std::future::pending(),
+    ));
+    let (client_read, mut client_write) = tokio::io::split(client);
+    client_write.write_all(input.as_bytes()).await.unwrap();
+    client_write.shutdown().await.unwrap();
+    let mut lines = BufReader::new(client_read).lines();
+    let mut out = Vec::new();
+    while let Some(line) = lines.next_line().await.unwrap() {
+        out.push(serde_json::from_str(&line).unwrap());
+    }
+    serve.await.unwrap().unwrap();
+    out
+}
+
+#[tokio::test]
+async fn with_no_project_the_server_asks_roots_only_of_a_client_that_offers_them() {
+    let init = |capabilities: Value| {
+        json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+               "params": {"protocolVersion": "2025-11-25", "capabilities": capabilities,
+                          "clientInfo": {"name": "t", "version": "1"}}})
+        .to_string()
+    };
+    let rest = [
+        r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        r#"{"jsonrpc":"2.0","id":1,"method":"resources/list"}"#,
+        r#"{"jsonrpc":"2.0","id":2,"method":"resources/read","params":{"uri":"orchestra://notes/a"}}"#,
+        // An answer to nothing the server asked is ignored.
+        r#"{"jsonrpc":"2.0","id":"orchestra-roots-99","result":{"roots":[]}}"#,
+    ];
+    for (capabilities, asks) in [
+        (json!({"roots": {"listChanged": true}}), true),
+        (json!({}), false),
+    ] {
+        let input = format!("{}\n{}\n", init(capabilities), rest.join("\n"));
+        let out = exchange_without_a_project(&input).await;
+        let asked: Vec<&Value> = out.iter().filter(|m| m["method"] == "roots/list").collect();
+        assert_eq!(asked.len(), usize::from(asks), "{out:#?}");
+        if asks {
+            assert_eq!(asked[0]["id"], "orchestra-roots-1");
+        }
+        let by_id = |id: i64| out.iter().find(|m| m["id"] == id).unwrap().clone();
+        assert_eq!(
+            by_id(1)["result"]["resources"],
+            json!([]),
+            "nothing to list yet"
+        );
+        assert_eq!(by_id(2)["error"]["code"], -32002, "nothing to read yet");
+    }
+}
