@@ -163,11 +163,11 @@ where
             roots.answer(id, result.clone());
             continue;
         }
-        let method = message.method().unwrap_or_default().to_string();
+        let method = message.method().unwrap_or_default();
         if method == "initialize" {
             roots.initialize(message.params());
         }
-        let ask_roots = roots.asks_after(&method);
+        let ask_roots = roots.asks_after(method);
         // On stdio every notification goes to stdout.
         let step = dispatch::admit(message, &state, &ctx, &out, Some(out.clone())).await;
         if ask_roots {
