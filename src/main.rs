@@ -264,23 +264,15 @@ fn run_serve(args: ServeArgs, db_given: bool) -> Result<()> {
     // Nothing named and nothing found: over stdio, the client's roots may
     // name a project; until then the server serves nothing.
     let nothing_here = watched.is_none() && !db_given && args.db.db.is_none() && !path.exists();
-    if nothing_here && args.http.is_none() {
+    let store = if nothing_here && args.http.is_none() {
         eprintln!(
             "orchestra: no project in this folder and no database at {}: serving nothing until the client names a project among its roots",
             path.display()
         );
-        let config = mcp::Config {
-            page_size: args.page_size as usize,
-        };
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .enable_all()
-            .build()
-            .context("cannot start the async runtime")?;
-        let result = runtime.block_on(mcp::serve_stdio(None, config));
-        runtime.shutdown_timeout(std::time::Duration::from_millis(100));
-        return result;
-    }
-    let store = Store::open_existing(&path)?;
+        None
+    } else {
+        Some(Store::open_existing(&path)?)
+    };
     let config = mcp::Config {
         page_size: args.page_size as usize,
     };
@@ -288,9 +280,9 @@ fn run_serve(args: ServeArgs, db_given: bool) -> Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let result = match args.http {
-        None => runtime.block_on(mcp::serve_stdio(Some(store), config)),
-        Some(addr) => {
+    let result = match (args.http, store) {
+        (None, store) => runtime.block_on(mcp::serve_stdio(store, config)),
+        (Some(addr), Some(store)) => {
             let options = mcp::HttpOptions {
                 addr,
                 allowed_origins: args.allow_origin.clone(),
@@ -301,6 +293,8 @@ fn run_serve(args: ServeArgs, db_given: bool) -> Result<()> {
                 mcp::serve_http(store, config, options, changes, mcp::shutdown_signal()).await
             })
         }
+        // Over HTTP a missing database was refused above.
+        (Some(_), None) => unreachable!("a store is opened for --http"),
     };
     // Blocking reads of stdin cannot be cancelled: do not wait for them.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));

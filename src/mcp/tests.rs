@@ -47,11 +47,28 @@ fn fixture() -> (tempfile::TempDir, Store) {
 /// Sends `input` (lines) to a fresh server, closes its stdin, and returns
 /// every line it wrote, parsed.
 async fn exchange(store: Store, page_size: usize, input: &str) -> Vec<Value> {
+    exchange_with(
+        StoreSlot::new(Some(store)),
+        roots::Roots::new(false),
+        page_size,
+        input,
+    )
+    .await
+}
+
+/// [`exchange`] with a server that serves `slot` and asks `roots`.
+async fn exchange_with(
+    slot: StoreSlot,
+    roots: roots::Roots,
+    page_size: usize,
+    input: &str,
+) -> Vec<Value> {
     let (client, server) = tokio::io::duplex(1 << 20);
     let (server_read, server_write) = tokio::io::split(server);
     let (_publish, changes) = broadcast::channel(4);
-    let serve = tokio::spawn(super::serve(
-        store,
+    let serve = tokio::spawn(stdio::serve_slot(
+        slot,
+        roots,
         Config { page_size },
         server_read,
         server_write,
@@ -865,28 +882,7 @@ async fn icons_on_every_resource_template_and_server_info_in_both_eras() {
 /// A server started with nothing to serve, over an in-memory stream: every
 /// line it wrote for `input`.
 async fn exchange_without_a_project(input: &str) -> Vec<Value> {
-    let (client, server) = tokio::io::duplex(1 << 20);
-    let (server_read, server_write) = tokio::io::split(server);
-    let (_publish, changes) = broadcast::channel(4);
-    let serve = tokio::spawn(stdio::serve_slot(
-        StoreSlot::new(None),
-        roots::Roots::new(true),
-        Config { page_size: 10 },
-        server_read,
-        server_write,
-        changes,
-        std::future::pending(),
-    ));
-    let (client_read, mut client_write) = tokio::io::split(client);
-    client_write.write_all(input.as_bytes()).await.unwrap();
-    client_write.shutdown().await.unwrap();
-    let mut lines = BufReader::new(client_read).lines();
-    let mut out = Vec::new();
-    while let Some(line) = lines.next_line().await.unwrap() {
-        out.push(serde_json::from_str(&line).unwrap());
-    }
-    serve.await.unwrap().unwrap();
-    out
+    exchange_with(StoreSlot::new(None), roots::Roots::new(true), 10, input).await
 }
 
 #[tokio::test]
