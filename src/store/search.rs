@@ -270,17 +270,40 @@ fn filters(search: &Search, rowid: &str) -> Conditions {
     }
     // One condition for all the filters: SQLite lets a virtual table skip
     // re-checking only its first 16 conditions, and beyond them MATCH fails.
-    if !search.filters.is_empty() {
-        let selects =
-            vec!["SELECT doc FROM fields WHERE name = ? AND value = ?"; search.filters.len()];
+    if let Some((docs, args)) = filtered_docs(search) {
+        conditions.push(&format!("{rowid} IN ({docs})"), args);
+    }
+    conditions
+}
+
+/// The rowids of the documents that pass every `where` filter, as one
+/// query on the fields' index and its arguments; `None` without filters.
+fn filtered_docs(search: &Search) -> Option<(String, Vec<Value>)> {
+    if search.filters.is_empty() {
+        return None;
+    }
+    let selects = vec!["SELECT doc FROM fields WHERE name = ? AND value = ?"; search.filters.len()];
+    let args = search
+        .filters
+        .iter()
+        .flat_map(|filter| {
+            [
+                Value::from(filter.name.clone()),
+                Value::from(filter.value.clone()),
+            ]
+        })
+        .collect();
+    Some((selects.join(" INTERSECT "), args))
+}
+
+/// [`filters`] on `d`, and a query's exclusions: the conditions of a
+/// listing in key order.
+fn key_order_conditions(search: &Search, excluded: Option<&str>, rowid: &str) -> Conditions {
+    let mut conditions = filters(search, rowid);
+    if let Some(excluded) = excluded {
         conditions.push(
-            &format!("{rowid} IN ({})", selects.join(" INTERSECT ")),
-            search.filters.iter().flat_map(|filter| {
-                [
-                    Value::from(filter.name.clone()),
-                    Value::from(filter.value.clone()),
-                ]
-            }),
+            "d.rowid NOT IN (SELECT rowid FROM search WHERE search MATCH ?)",
+            [Value::from(excluded.to_string())],
         );
     }
     conditions
@@ -483,13 +506,8 @@ impl Reader {
             .prepare_cached("SELECT coalesce(max(rowid), 0) FROM documents")?
             .query_row([], |r| r.get(0))?;
         let walk = total.saturating_mul(WALK_SHARE) >= documents;
-        let mut conditions = filters(search, if walk { "+d.rowid" } else { "d.rowid" });
-        if let Some(excluded) = excluded {
-            conditions.push(
-                "d.rowid NOT IN (SELECT rowid FROM search WHERE search MATCH ?)",
-                [Value::from(excluded.to_string())],
-            );
-        }
+        let conditions =
+            key_order_conditions(search, excluded, if walk { "+d.rowid" } else { "d.rowid" });
         let (prefix, id) = match resume {
             Some(SearchResume::After(key)) => (key.prefix.as_str(), key.id.as_str()),
             _ => ("", ""),
@@ -529,29 +547,16 @@ impl Reader {
     /// The number of hits of a search in key order. Filters alone are
     /// counted in the fields' index, without reading a document.
     fn count_in_key_order(&self, search: &Search, excluded: Option<&str>) -> Result<i64> {
-        if search.under.is_none() && excluded.is_none() && !search.filters.is_empty() {
-            let mut args = Vec::new();
-            let mut selects = Vec::new();
-            for filter in &search.filters {
-                selects.push("SELECT doc FROM fields WHERE name = ? AND value = ?");
-                args.push(Value::from(filter.name.clone()));
-                args.push(Value::from(filter.value.clone()));
-            }
+        if search.under.is_none()
+            && excluded.is_none()
+            && let Some((docs, args)) = filtered_docs(search)
+        {
             return Ok(self
                 .conn
-                .prepare_cached(&format!(
-                    "SELECT count(*) FROM ({})",
-                    selects.join(" INTERSECT ")
-                ))?
+                .prepare_cached(&format!("SELECT count(*) FROM ({docs})"))?
                 .query_row(params_from_iter(args.iter()), |r| r.get(0))?);
         }
-        let mut conditions = filters(search, "d.rowid");
-        if let Some(excluded) = excluded {
-            conditions.push(
-                "d.rowid NOT IN (SELECT rowid FROM search WHERE search MATCH ?)",
-                [Value::from(excluded.to_string())],
-            );
-        }
+        let conditions = key_order_conditions(search, excluded, "d.rowid");
         Ok(self
             .conn
             .prepare_cached(&format!(
@@ -817,31 +822,16 @@ mod tests {
         check("", None, &["status=Open"], &[]);
         check("sync*", None, &["status=open"], &["docs/adr/0006"]);
         check("-sync*", Some("features"), &[], &["features/FEAT-0012"]);
-        check(
-            "",
-            None,
-            &[],
-            &[
-                "docs/adr/0006",
-                "docs/adrs",
-                "features/FEAT-0012",
-                "features/FEAT-0013",
-                "notes/blob",
-            ],
-        );
+        let every = [
+            "docs/adr/0006",
+            "docs/adrs",
+            "features/FEAT-0012",
+            "features/FEAT-0013",
+            "notes/blob",
+        ];
+        check("", None, &[], &every);
         check("AND NOT NEAR(", None, &[], &[]);
-        check(
-            ") \" * -",
-            None,
-            &[],
-            &[
-                "docs/adr/0006",
-                "docs/adrs",
-                "features/FEAT-0012",
-                "features/FEAT-0013",
-                "notes/blob",
-            ],
-        );
+        check(") \" * -", None, &[], &every);
 
         // Incremental: new words found, old ones gone, removed never a hit.
         let changed = [doc(
