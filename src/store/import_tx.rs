@@ -120,6 +120,14 @@ impl ImportTx {
             self.conn
                 .prepare_cached("UPDATE project SET seq = ?1")?
                 .execute([self.seq])?;
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64);
+            self.conn
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO imports (seq, committed_ms) VALUES (?1, ?2)",
+                )?
+                .execute([self.seq, now_ms])?;
             self.conn
                 .prepare_cached("DELETE FROM changes WHERE seq <= ?1")?
                 .execute([self.seq - FEED_IMPORTS])?;

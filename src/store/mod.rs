@@ -18,6 +18,7 @@
 //! inserts about twice as fast as 4 KiB pages and makes the file smaller.
 //! Statements are prepared once per connection (`prepare_cached`).
 
+mod browse;
 mod feed;
 mod import_tx;
 mod search;
@@ -32,6 +33,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, params};
 
 use crate::doc::{DocKey, Prefix};
 
+pub use browse::{DocMeta, PrefixStats, StoreStats};
 pub use feed::{ChangeBatch, ChangeWatcher};
 pub use import_tx::ImportTx;
 pub use search::{Hit, SNIPPET_CHARS, SearchPage};
@@ -60,6 +62,10 @@ const MIGRATIONS: &[Migration] = &[
     Migration {
         sql: include_str!("../../migrations/0004_search.sql"),
         then: Some(search::backfill),
+    },
+    Migration {
+        sql: include_str!("../../migrations/0005_imports.sql"),
+        then: None,
     },
 ];
 
