@@ -9,6 +9,15 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT="$(pwd)"
 INTEROP="$ROOT/tests/interop"
 
+# The viewer's browser tests drive Debian's Chromium through its ChromeDriver.
+if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+  echo "==> installing chromium and chromium-driver (for the browser tests)"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
+fi
+
 echo "==> cargo build --release --locked"
 cargo build --release --locked
 

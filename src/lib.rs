@@ -10,6 +10,7 @@
 //! - [`table`]: aligned, width-clipped columns for the command line.
 //! - [`import`]: files on disk → store, incrementally.
 //! - [`mcp`]: the MCP server; the only module that knows JSON-RPC and the SDK.
+//! - [`viewer`]: the web viewer's pages, served beside `/mcp` by `serve --http`.
 //! - [`watch`]: `serve --watch`, re-imports when the project folder changes.
 //!
 //! ARCHITECTURE.md at the repository root has the code map and invariants.
@@ -23,4 +24,5 @@ pub mod search;
 pub mod store;
 pub mod table;
 pub mod uri;
+pub mod viewer;
 pub mod watch;

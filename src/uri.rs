@@ -15,6 +15,8 @@ use thiserror::Error;
 use crate::doc::{DocKey, MAX_ID_LEN, Prefix};
 
 pub const SCHEME: &str = "orchestra";
+/// What every document URI starts with.
+pub const SCHEME_PREFIX: &str = "orchestra://";
 
 /// The longest URI `parse` looks at, in bytes. The longest valid id fully
 /// escaped (3 × [`MAX_ID_LEN`]) plus scheme and prefix fits well within it.

@@ -38,6 +38,7 @@ use crate::doc::DocKey;
 use crate::search::{self, Filter, Search, SearchError, Under};
 use crate::store::{ChangeBatch, Fetched, Store};
 use crate::uri;
+use crate::viewer;
 
 /// The largest request body accepted (413 beyond).
 pub const MAX_BODY: usize = 4 * 1024 * 1024;
@@ -106,8 +107,9 @@ pub async fn serve_http(
         );
     }
     eprintln!("orchestra: serving MCP on http://{addr}/mcp");
+    eprintln!("orchestra: the viewer is at http://{addr}/");
     let app = Arc::new(App {
-        ctx: Arc::new(Context::new(StoreSlot::new(Some(store)), &config)),
+        ctx: Arc::new(Context::new(StoreSlot::new(Some(store.clone())), &config)),
         changes,
         sessions: Default::default(),
         listens: Default::default(),
@@ -120,9 +122,10 @@ pub async fn serve_http(
         .route("/resource", get(get_resource))
         .route("/search", get(get_search))
         .route("/healthz", get(|| async { "ok" }))
+        .with_state(app.clone())
+        .merge(viewer::router(store, app.changes.clone()))
         .layer(middleware::from_fn_with_state(app.clone(), guard))
-        .layer(DefaultBodyLimit::max(MAX_BODY))
-        .with_state(app.clone());
+        .layer(DefaultBodyLimit::max(MAX_BODY));
     axum::serve(listener, router)
         .with_graceful_shutdown(async move {
             shutdown.await;
@@ -276,14 +279,29 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
     if let Some(expected) = &app.token_hash
         && request.uri().path() != "/healthz"
     {
-        let given = headers
+        // Compared as hashes: equal length, constant time.
+        let matches = |given: &str| {
+            let given = blake3::hash(given.as_bytes());
+            bool::from(given.as_bytes().ct_eq(expected.as_bytes()))
+        };
+        let bearer = headers
             .get(header::AUTHORIZATION)
             .and_then(|h| h.to_str().ok())
-            .and_then(bearer_token)
-            .unwrap_or("");
-        // Compared as hashes: equal length, constant time.
-        let given = blake3::hash(given.as_bytes());
-        if !bool::from(given.as_bytes().ct_eq(expected.as_bytes())) {
+            .and_then(bearer_token);
+        // The viewer's pages: a browser cannot send a bearer token with a
+        // link, so it brings the token once (`?token=`) and then keeps it
+        // in a cookie that no script can read and no other site can send.
+        // `/mcp` takes only the header.
+        let viewer_path = request.uri().path() != "/mcp";
+        let cookie = viewer_path.then(|| token_cookie(headers)).flatten();
+        if !bearer.is_some_and(matches) && !cookie.as_deref().is_some_and(matches) {
+            if viewer_path
+                && request.method() == axum::http::Method::GET
+                && let Some((token, rest)) = token_in_query(request.uri())
+                && matches(&token)
+            {
+                return with_token_cookie(&token, &rest);
+            }
             let mut response =
                 plain_error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token");
             response
@@ -295,6 +313,66 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
     let mut response = next.run(request).await;
     if let Some(origin) = origin {
         cors(&mut response, origin);
+    }
+    response
+}
+
+const TOKEN_COOKIE: &str = "orchestra_token";
+
+/// The token the viewer's cookie carries, if any.
+fn token_cookie(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|h| h.to_str().ok())
+        .flat_map(|h| h.split(';'))
+        .find_map(|pair| {
+            let (name, value) = pair.trim().split_once('=')?;
+            (name == TOKEN_COOKIE).then(|| {
+                percent_encoding::percent_decode_str(value)
+                    .decode_utf8_lossy()
+                    .into_owned()
+            })
+        })
+}
+
+/// A `token` query parameter: its value, and the path and query without it.
+fn token_in_query(uri: &axum::http::Uri) -> Option<(String, String)> {
+    let query = uri.query()?;
+    let mut token = None;
+    let mut kept = Vec::new();
+    for pair in query.split('&') {
+        match pair.split_once('=') {
+            Some(("token", value)) => {
+                token = Some(
+                    percent_encoding::percent_decode_str(&value.replace('+', " "))
+                        .decode_utf8_lossy()
+                        .into_owned(),
+                );
+            }
+            _ => kept.push(pair),
+        }
+    }
+    let mut rest = uri.path().to_string();
+    if !kept.is_empty() {
+        rest.push('?');
+        rest.push_str(&kept.join("&"));
+    }
+    Some((token?, rest))
+}
+
+/// Sends the browser back to `location` with the token in its cookie.
+fn with_token_cookie(token: &str, location: &str) -> Response {
+    let value = percent_encoding::utf8_percent_encode(token, percent_encoding::NON_ALPHANUMERIC);
+    let cookie = format!("{TOKEN_COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/");
+    let mut response = StatusCode::SEE_OTHER.into_response();
+    let headers = response.headers_mut();
+    if let (Ok(cookie), Ok(location)) = (
+        HeaderValue::from_str(&cookie),
+        HeaderValue::from_str(location),
+    ) {
+        headers.insert(header::SET_COOKIE, cookie);
+        headers.insert(header::LOCATION, location);
     }
     response
 }
@@ -617,8 +695,15 @@ async fn delete_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
 /// search, as the search tool's `structuredContent`. `where` may repeat.
 async fn get_search(
     State(app): State<Arc<App>>,
+    headers: HeaderMap,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Response {
+    // A browser asks for the viewer's page; scripts get JSON.
+    if viewer::wants_html(&headers)
+        && let Some(store) = app.ctx.store()
+    {
+        return viewer::search_page(store, pairs).await;
+    }
     let parsed = (|| -> Result<(Search, usize, Option<String>), String> {
         let (mut query, mut under, mut filters) = (String::new(), None, Vec::new());
         let (mut limit, mut cursor) = (search::DEFAULT_LIMIT, None);

@@ -117,6 +117,25 @@ impl Reader {
         Ok(n as u64)
     }
 
+    /// Whether a document with `key` is stored: one index seek.
+    pub fn exists(&self, key: &DocKey) -> Result<bool> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT 1 FROM documents WHERE prefix = ?1 AND id = ?2")?
+            .exists(params![key.prefix.as_str(), key.id])?)
+    }
+
+    /// The sequence number of the last import that changed anything (0
+    /// before any): what a page was rendered at.
+    pub fn seq(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .prepare_cached("SELECT seq FROM project")?
+            .query_row([], |r| r.get(0))
+            .optional()?
+            .unwrap_or(0))
+    }
+
     /// Everything stored about `key` but its bytes; `None` when absent.
     pub fn meta(&self, key: &DocKey) -> Result<Option<DocMeta>> {
         let mut stmt = self.conn.prepare_cached(

@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
-use super::{Store, configure, key_from_row};
+use super::{Reader, Store, configure, key_from_row};
 use crate::doc::{ChangeKind, DocKey};
 
 pub(super) fn kind_code(kind: ChangeKind) -> i64 {
@@ -75,7 +75,7 @@ impl ChangeWatcher {
         self.data_version = data_version;
         // One read transaction: the sequence and the rows agree.
         self.conn.execute_batch("BEGIN")?;
-        let batch = self.read_after(self.seq);
+        let batch = read_after(&self.conn, self.seq);
         let _ = self.conn.execute_batch("COMMIT");
         let batch = batch?;
         if batch.seq == self.seq {
@@ -84,39 +84,50 @@ impl ChangeWatcher {
         self.seq = batch.seq;
         Ok(Some(batch))
     }
+}
 
-    fn read_after(&self, after: i64) -> Result<ChangeBatch> {
-        let seq = current_seq(&self.conn)?;
-        if seq <= after {
-            return Ok(ChangeBatch {
-                seq: after.max(seq),
-                ..ChangeBatch::default()
-            });
-        }
-        let oldest: Option<i64> = self
-            .conn
-            .prepare_cached("SELECT min(seq) FROM changes")?
-            .query_row([], |r| r.get(0))?;
-        // Every import after `after` consumed one number; the feed holds
-        // them all only if its oldest row is no later than the first.
-        let truncated = oldest.is_none_or(|oldest| oldest > after + 1);
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT kind, prefix, id FROM changes WHERE seq > ?1 AND seq <= ?2 ORDER BY seq, rowid",
-        )?;
-        let changes = stmt
-            .query_map([after, seq], |r| {
-                Ok((
-                    kind_from_code(r.get(0)?)?,
-                    key_from_row(r.get_ref(1)?.as_str()?, r.get(2)?)?,
-                ))
-            })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
-        Ok(ChangeBatch {
-            seq,
-            changes,
-            truncated,
-        })
+impl Reader {
+    /// Everything the feed says changed after `after`, as the watcher would
+    /// have published it: for a client that reconnects and names the last
+    /// sequence it saw.
+    pub fn changes_after(&self, after: i64) -> Result<ChangeBatch> {
+        self.conn.execute_batch("BEGIN")?;
+        let batch = read_after(&self.conn, after);
+        let _ = self.conn.execute_batch("COMMIT");
+        batch
     }
+}
+
+fn read_after(conn: &Connection, after: i64) -> Result<ChangeBatch> {
+    let seq = current_seq(conn)?;
+    if seq <= after {
+        return Ok(ChangeBatch {
+            seq: after.max(seq),
+            ..ChangeBatch::default()
+        });
+    }
+    let oldest: Option<i64> = conn
+        .prepare_cached("SELECT min(seq) FROM changes")?
+        .query_row([], |r| r.get(0))?;
+    // Every import after `after` consumed one number; the feed holds
+    // them all only if its oldest row is no later than the first.
+    let truncated = oldest.is_none_or(|oldest| oldest > after + 1);
+    let mut stmt = conn.prepare_cached(
+        "SELECT kind, prefix, id FROM changes WHERE seq > ?1 AND seq <= ?2 ORDER BY seq, rowid",
+    )?;
+    let changes = stmt
+        .query_map([after, seq], |r| {
+            Ok((
+                kind_from_code(r.get(0)?)?,
+                key_from_row(r.get_ref(1)?.as_str()?, r.get(2)?)?,
+            ))
+        })?
+        .collect::<rusqlite::Result<Vec<_>>>()?;
+    Ok(ChangeBatch {
+        seq,
+        changes,
+        truncated,
+    })
 }
 
 fn current_seq(conn: &Connection) -> Result<i64> {

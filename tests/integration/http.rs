@@ -41,7 +41,7 @@ const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 /// A running `orchestra serve --http`, killed when dropped.
 pub(crate) struct HttpServer {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     stderr: Arc<Mutex<String>>,
     /// Every error body received from this server.
     errors: Mutex<Vec<String>>,
@@ -55,7 +55,12 @@ impl HttpServer {
         HttpServer::launch(project, "127.0.0.1:0", args, &[])
     }
 
-    fn launch(project: &Project, bind: &str, args: &[&str], envs: &[(&str, &str)]) -> HttpServer {
+    pub(crate) fn launch(
+        project: &Project,
+        bind: &str,
+        args: &[&str],
+        envs: &[(&str, &str)],
+    ) -> HttpServer {
         let mut child = Command::new(BIN)
             .arg("serve")
             .arg("--db")
@@ -246,13 +251,13 @@ pub(crate) struct Req<'s> {
 
 impl Req<'_> {
     /// Sets a header, replacing one of the same name.
-    fn header(mut self, name: &str, value: &str) -> Self {
+    pub(crate) fn header(mut self, name: &str, value: &str) -> Self {
         self.headers.retain(|(n, _)| !n.eq_ignore_ascii_case(name));
         self.headers.push((name.to_string(), value.to_string()));
         self
     }
 
-    fn host(mut self, host: &str) -> Self {
+    pub(crate) fn host(mut self, host: &str) -> Self {
         self.host = Some(host.to_string());
         self
     }
@@ -293,7 +298,7 @@ impl Req<'_> {
         self
     }
 
-    fn body(mut self, body: impl Into<Vec<u8>>) -> Self {
+    pub(crate) fn body(mut self, body: impl Into<Vec<u8>>) -> Self {
         self.body = body.into();
         self
     }
@@ -342,7 +347,7 @@ impl Req<'_> {
 
     /// Sends the request and returns its response as an event stream, which
     /// must come with 200 and `text/event-stream`.
-    fn open(self) -> EventStream {
+    pub(crate) fn open(self) -> EventStream {
         let what = format!("{} {}", self.method, self.path);
         let (head, body) = self.exchange();
         assert_eq!(head.status, 200, "{what}: {:?}", head.headers);
@@ -517,7 +522,7 @@ impl Head {
         Ok(Head { status, headers })
     }
 
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         header(&self.headers, name)
     }
 }
@@ -595,7 +600,7 @@ impl Body {
 pub(crate) struct Resp {
     pub(crate) status: u16,
     headers: Vec<(String, String)>,
-    body: Vec<u8>,
+    pub(crate) body: Vec<u8>,
 }
 
 impl std::fmt::Debug for Resp {
@@ -608,11 +613,11 @@ impl std::fmt::Debug for Resp {
 }
 
 impl Resp {
-    fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         header(&self.headers, name)
     }
 
-    fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).into_owned()
     }
 
@@ -638,26 +643,28 @@ impl Resp {
 }
 
 /// A `text/event-stream` response, read event by event.
-struct EventStream {
+pub(crate) struct EventStream {
     body: Body,
     pending: Vec<u8>,
 }
 
-struct SseEvent {
-    event: Option<String>,
-    data: String,
+pub(crate) struct SseEvent {
+    pub(crate) event: Option<String>,
+    pub(crate) id: Option<String>,
+    pub(crate) data: String,
 }
 
 impl EventStream {
     /// The next event (comments and keep-alives passed over); `None` when
     /// the stream ended.
-    fn next_event(&mut self, deadline: Instant) -> io::Result<Option<SseEvent>> {
+    pub(crate) fn next_event(&mut self, deadline: Instant) -> io::Result<Option<SseEvent>> {
         loop {
             let normalized = self.pending.windows(2).position(|w| w == b"\n\n");
             if let Some(i) = normalized {
                 let block: Vec<u8> = self.pending.drain(..i + 2).collect();
                 let block = String::from_utf8_lossy(&block).into_owned();
                 let mut event = None;
+                let mut id = None;
                 let mut data: Vec<&str> = Vec::new();
                 for line in block.lines() {
                     let line = line.trim_end_matches('\r');
@@ -665,6 +672,7 @@ impl EventStream {
                     let value = value.strip_prefix(' ').unwrap_or(value);
                     match field {
                         "event" => event = Some(value.to_string()),
+                        "id" => id = Some(value.to_string()),
                         "data" => data.push(value),
                         _ => {}
                     }
@@ -674,6 +682,7 @@ impl EventStream {
                 }
                 return Ok(Some(SseEvent {
                     event,
+                    id,
                     data: data.join("\n"),
                 }));
             }
@@ -1702,7 +1711,9 @@ fn binding_beyond_loopback_without_a_token_warns() {
             "{bind} token {token:?}: {stderr}"
         );
         if !warns {
-            assert_eq!(stderr.lines().count(), 1, "{stderr}");
+            // Only the addresses of /mcp and of the viewer.
+            assert_eq!(stderr.lines().count(), 2, "{stderr}");
+            assert!(stderr.contains("the viewer is at http://"), "{stderr}");
         }
     }
 }

@@ -1,5 +1,6 @@
 //! End-to-end tests on the real `orchestra` binary: one test binary, one module per command.
 
+mod browser;
 mod concurrency;
 mod faults;
 mod fuzz;
@@ -9,3 +10,4 @@ mod search;
 mod serve;
 mod support;
 mod tidy;
+mod viewer;

@@ -1,0 +1,302 @@
+//! The web viewer that `serve --http` serves at `/`: server-rendered pages for people (the backlog, lists per prefix and folder, a document, search), the raw bytes of a document, its assets, and the live-update stream.
+//!
+//! Every page is HTML rendered on the server from the same store reads as
+//! the MCP handlers, readable with JavaScript off; `viewer.js` only
+//! enhances (the `/` shortcut, copy buttons, result keys, live updates).
+//! Pages are keyset-paged and every read is an index seek, so a page costs
+//! the same in a backlog of any size. The Host, Origin and token checks of
+//! the HTTP server stand in front of every route here.
+
+mod pages;
+pub mod render;
+
+use std::convert::Infallible;
+use std::sync::Arc;
+
+use axum::Router;
+use axum::extract::{Query, Request, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Redirect, Response};
+use axum::routing::get;
+use tokio::sync::broadcast;
+use tokio_stream::StreamExt;
+
+use crate::doc::{ChangeKind, DocKey};
+use crate::search::Under;
+use crate::store::{ChangeBatch, Store};
+use crate::uri;
+
+pub use pages::search_page;
+
+/// Documents per list page.
+pub const LIST_PAGE: usize = 100;
+/// The largest document `/raw/` sends, as `resources/read`.
+const MAX_RAW_BYTES: u64 = 64 * 1024 * 1024;
+/// The largest document a page renders; beyond, it offers the download.
+pub const MAX_RENDERED_BYTES: u64 = 4 * 1024 * 1024;
+/// Changes one live-update event names; a larger import says "reload".
+const EVENT_KEYS: usize = 1000;
+
+const CSS: &str = include_str!("../../assets/viewer/viewer.css");
+const JS: &str = include_str!("../../assets/viewer/viewer.js");
+const ICON: &str = include_str!("../../assets/icons/orchestra.svg");
+
+/// What the viewer's routes share.
+pub struct Viewer {
+    store: Store,
+    changes: broadcast::Sender<Arc<ChangeBatch>>,
+}
+
+/// The viewer's routes; the caller puts its request checks in front.
+pub fn router(store: Store, changes: broadcast::Sender<Arc<ChangeBatch>>) -> Router {
+    let viewer = Arc::new(Viewer { store, changes });
+    Router::new()
+        .route("/", get(pages::home))
+        .route("/ls", get(|| async { Redirect::to("/") }))
+        .route("/ls/{*under}", get(pages::list))
+        .route("/doc/{*key}", get(pages::document))
+        .route("/raw/{*key}", get(raw))
+        .route("/events", get(events))
+        .route("/assets/{name}", get(asset))
+        .with_state(viewer)
+}
+
+/// Whether a request for a path both the viewer and the JSON API answer
+/// (`/search`) comes from a browser page: it asks for HTML first.
+pub fn wants_html(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::ACCEPT)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|accept| accept.trim_start().starts_with("text/html"))
+}
+
+/// The headers of every viewer page: no script, style or frame from
+/// anywhere but this server, and no content sniffing.
+fn page_headers(response: &mut Response) {
+    let headers = response.headers_mut();
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("default-src 'self'"),
+    );
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::REFERRER_POLICY,
+        HeaderValue::from_static("no-referrer"),
+    );
+    headers.insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache"));
+}
+
+/// A rendered page, or the error page.
+fn html(status: StatusCode, body: String) -> Response {
+    let mut response = (
+        status,
+        [(
+            header::CONTENT_TYPE,
+            HeaderValue::from_static("text/html; charset=utf-8"),
+        )],
+        body,
+    )
+        .into_response();
+    page_headers(&mut response);
+    response
+}
+
+/// The key named by the rest of a `/doc/…` or `/raw/…` path, read from the
+/// request's own path (still percent-encoded) with the URI parser, so that
+/// every spelling a URI accepts works here too.
+fn key_of_path(request_path: &str, route: &str) -> Option<DocKey> {
+    let rest = request_path.strip_prefix(route)?;
+    uri::parse(&format!("{}{rest}", uri::SCHEME_PREFIX)).ok()
+}
+
+/// GET `/raw/{prefix}/{id…}`: the stored bytes, as a download.
+async fn raw(State(viewer): State<Arc<Viewer>>, request: Request) -> Response {
+    let Some(key) = key_of_path(request.uri().path(), "/raw/") else {
+        return pages::not_found("not a document path").await;
+    };
+    let store = viewer.store.clone();
+    let lookup = key.clone();
+    let fetched =
+        tokio::task::spawn_blocking(move || store.reader()?.get(&lookup, MAX_RAW_BYTES)).await;
+    let doc = match fetched {
+        Ok(Ok(Some(crate::store::Fetched::Document(doc)))) => doc,
+        Ok(Ok(Some(crate::store::Fetched::TooLarge { size }))) => {
+            return pages::error_page(
+                StatusCode::PAYLOAD_TOO_LARGE,
+                "Too large",
+                format!("The document is {size} bytes, more than the server sends."),
+            );
+        }
+        Ok(Ok(None)) => return pages::missing(&viewer, key).await,
+        Ok(Err(e)) => return pages::internal(e),
+        Err(e) => return pages::internal(e.into()),
+    };
+    let name = format!("{}.md", key.id.rsplit('/').next().unwrap_or("document"));
+    let ascii: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-._".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    let encoded = percent_encoding::utf8_percent_encode(&name, percent_encoding::NON_ALPHANUMERIC);
+    let disposition = format!("attachment; filename=\"{ascii}\"; filename*=UTF-8''{encoded}");
+    let mut response = (
+        [
+            (
+                header::CONTENT_TYPE,
+                HeaderValue::from_static("application/octet-stream"),
+            ),
+            (
+                header::CONTENT_DISPOSITION,
+                HeaderValue::from_str(&disposition)
+                    .unwrap_or(HeaderValue::from_static("attachment")),
+            ),
+        ],
+        doc.body,
+    )
+        .into_response();
+    page_headers(&mut response);
+    response
+}
+
+/// GET `/assets/{name}`: the stylesheet, the script and the icon, compiled
+/// into the binary, with an ETag so that a browser revalidates cheaply and
+/// never keeps a stale copy.
+async fn asset(
+    axum::extract::Path(name): axum::extract::Path<String>,
+    headers: HeaderMap,
+) -> Response {
+    let (body, content_type) = match name.as_str() {
+        "viewer.css" => (CSS, "text/css; charset=utf-8"),
+        "viewer.js" => (JS, "text/javascript; charset=utf-8"),
+        "icon.svg" => (ICON, "image/svg+xml"),
+        _ => return StatusCode::NOT_FOUND.into_response(),
+    };
+    let etag = format!("\"{}\"", asset_version(body));
+    if headers
+        .get(header::IF_NONE_MATCH)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(',').any(|tag| tag.trim() == etag))
+    {
+        return (StatusCode::NOT_MODIFIED, [(header::ETAG, etag)]).into_response();
+    }
+    let mut response = (
+        [
+            (header::CONTENT_TYPE, content_type.to_string()),
+            (header::ETAG, etag),
+        ],
+        body,
+    )
+        .into_response();
+    page_headers(&mut response);
+    response
+}
+
+/// A short hash of an asset: its ETag, and the `?v=` of the page links.
+fn asset_version(body: &str) -> String {
+    blake3::hash(body.as_bytes()).to_hex()[..16].to_string()
+}
+
+/// The version of both assets together, for the links in pages.
+fn assets_version() -> &'static str {
+    static VERSION: std::sync::LazyLock<String> =
+        std::sync::LazyLock::new(|| asset_version(&format!("{CSS}{JS}")));
+    &VERSION
+}
+
+#[derive(serde::Deserialize)]
+struct EventsQuery {
+    /// The feed sequence the page was rendered at.
+    after: Option<i64>,
+}
+
+/// GET `/events`: live updates, one SSE event per import that changed
+/// something, its id the import's feed sequence. A reconnecting browser
+/// sends `Last-Event-ID` and gets what it missed, read from the feed in the
+/// database; a page also says which sequence it was rendered at (`after`),
+/// so an import between the render and the connection is not lost. Idle,
+/// the stream carries only keep-alive comments.
+async fn events(
+    State(viewer): State<Arc<Viewer>>,
+    Query(query): Query<EventsQuery>,
+    headers: HeaderMap,
+) -> Response {
+    let last_seen = headers
+        .get("last-event-id")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .or(query.after);
+    // Subscribe before reading the backlog: nothing falls between the two.
+    let receiver = viewer.changes.subscribe();
+    let missed = match last_seen {
+        Some(after) => {
+            let store = viewer.store.clone();
+            match tokio::task::spawn_blocking(move || store.reader()?.changes_after(after)).await {
+                Ok(Ok(batch)) if batch.seq > after => Some(batch),
+                Ok(Ok(_)) => None,
+                Ok(Err(e)) => return pages::internal(e),
+                Err(e) => return pages::internal(e.into()),
+            }
+        }
+        None => None,
+    };
+    let start_seq = missed.as_ref().map(|b| b.seq).or(last_seen).unwrap_or(0);
+    let first = tokio_stream::iter(missed.map(|batch| Ok(change_event(&batch))));
+    let live = tokio_stream::wrappers::BroadcastStream::new(receiver).filter_map(move |item| {
+        match item {
+            Ok(batch) if batch.seq <= start_seq => None,
+            Ok(batch) => Some(Ok::<_, Infallible>(change_event(&batch))),
+            // Fell behind the channel: the page reloads what it shows.
+            Err(_) => Some(Ok(Event::default().event("change").data(
+                serde_json::json!({ "seq": null, "all": true, "keys": [] }).to_string(),
+            ))),
+        }
+    });
+    let mut response = Sse::new(first.chain(live))
+        .keep_alive(KeepAlive::default())
+        .into_response();
+    page_headers(&mut response);
+    response
+}
+
+/// One import's changes as an SSE event: `{seq, all, keys}`, `all` when the
+/// page cannot tell from the keys (a large import, a truncated feed).
+fn change_event(batch: &ChangeBatch) -> Event {
+    let all = batch.truncated || batch.changes.len() > EVENT_KEYS;
+    let keys: Vec<String> = if all {
+        Vec::new()
+    } else {
+        batch
+            .changes
+            .iter()
+            .map(|(kind, key)| {
+                let mark = match kind {
+                    ChangeKind::New => '+',
+                    ChangeKind::Updated => '~',
+                    ChangeKind::Removed => '-',
+                };
+                format!("{mark}{key}")
+            })
+            .collect()
+    };
+    Event::default()
+        .event("change")
+        .id(batch.seq.to_string())
+        .data(serde_json::json!({ "seq": batch.seq, "all": all, "keys": keys }).to_string())
+}
+
+/// `docs/adr` → the listing's `Under`, from a `/ls/…` path (percent-decoded).
+fn under_of(path: &str) -> Option<Under> {
+    let decoded = percent_encoding::percent_decode_str(path)
+        .decode_utf8()
+        .ok()?;
+    Under::parse(&decoded).ok()
+}

@@ -1,0 +1,603 @@
+//! The viewer's HTML pages: what each reads from the store and the askama template it fills (`templates/*.html`).
+
+use std::sync::Arc;
+
+use askama::Template;
+use axum::extract::{Query, Request, State};
+use axum::http::StatusCode;
+use axum::response::Response;
+use serde_json::Value;
+
+use super::render::{self, Heading, doc_path, escape, uri_path};
+use super::{LIST_PAGE, MAX_RENDERED_BYTES, Viewer, assets_version, html, key_of_path, under_of};
+use crate::cursor;
+use crate::doc::{DocKey, Prefix};
+use crate::search::{self, Filter, Search, SearchError, Under};
+use crate::store::{DocSummary, Fetched, Hit, Store};
+use crate::uri;
+
+/// What every page carries around its content.
+struct Chrome {
+    /// The feed sequence the page shows: live updates start after it.
+    seq: i64,
+    /// Which changes concern the page: `*` (any), `doc:prefix/id`, or
+    /// `under:prefix/folder/`.
+    watch: String,
+    /// The search box's text.
+    query: String,
+    asset_version: &'static str,
+}
+
+impl Chrome {
+    fn new(seq: i64, watch: String) -> Chrome {
+        Chrome {
+            seq,
+            watch,
+            query: String::new(),
+            asset_version: assets_version(),
+        }
+    }
+}
+
+struct Crumb {
+    name: String,
+    href: String,
+}
+
+/// `docs/adr/x` → `docs` (`/ls/docs`), `adr` (`/ls/docs/adr`), `x`…: the
+/// folders above a document or listing, each a link to its listing.
+fn crumbs(prefix: Prefix, folders: &str) -> Vec<Crumb> {
+    let mut crumbs = vec![Crumb {
+        name: prefix.to_string(),
+        href: format!("/ls/{prefix}"),
+    }];
+    let mut path = String::new();
+    for folder in folders.split('/').filter(|f| !f.is_empty()) {
+        path.push('/');
+        path.push_str(&encode_segment(folder));
+        crumbs.push(Crumb {
+            name: folder.to_string(),
+            href: format!("/ls/{prefix}{path}"),
+        });
+    }
+    crumbs
+}
+
+fn encode_segment(segment: &str) -> String {
+    percent_encoding::utf8_percent_encode(segment, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+fn encode_query(value: &str) -> String {
+    percent_encoding::utf8_percent_encode(value, percent_encoding::NON_ALPHANUMERIC).to_string()
+}
+
+/// `1234` → `1.2 KB`.
+pub fn human_size(bytes: u64) -> String {
+    const UNITS: [&str; 4] = ["KB", "MB", "GB", "TB"];
+    if bytes < 1000 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64 / 1000.0;
+    let mut unit = 0;
+    while value >= 1000.0 && unit < UNITS.len() - 1 {
+        value /= 1000.0;
+        unit += 1;
+    }
+    format!("{value:.1} {}", UNITS[unit])
+}
+
+/// A file time as `2026-11-30 14:02 UTC`.
+fn date(mtime_ns: i64) -> String {
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(mtime_ns.max(0) as u64);
+    let text = humantime::format_rfc3339_seconds(time).to_string();
+    format!("{} {} UTC", &text[..10], &text[11..16])
+}
+
+/// Runs `read` on a pooled connection off the async threads.
+async fn read<T: Send + 'static>(
+    store: &Store,
+    read: impl FnOnce(&crate::store::Reader) -> anyhow::Result<T> + Send + 'static,
+) -> anyhow::Result<T> {
+    let store = store.clone();
+    tokio::task::spawn_blocking(move || read(&store.reader()?))
+        .await
+        .map_err(anyhow::Error::from)?
+}
+
+pub(super) fn internal(e: anyhow::Error) -> Response {
+    tracing::error!("viewer: {e:#}");
+    error_page(
+        StatusCode::INTERNAL_SERVER_ERROR,
+        "Internal error",
+        "The server could not read the database; the log says why.".to_string(),
+    )
+}
+
+#[derive(Template)]
+#[template(path = "error.html")]
+struct ErrorPage {
+    chrome: Chrome,
+    heading: String,
+    message: String,
+    /// (href, text) of documents near a missing one.
+    suggestions: Vec<(String, String)>,
+}
+
+pub(super) fn error_page(status: StatusCode, heading: &str, message: String) -> Response {
+    let page = ErrorPage {
+        chrome: Chrome::new(0, String::new()),
+        heading: heading.to_string(),
+        message,
+        suggestions: Vec::new(),
+    };
+    rendered(status, page.render())
+}
+
+fn rendered(status: StatusCode, page: askama::Result<String>) -> Response {
+    match page {
+        Ok(body) => html(status, body),
+        Err(e) => internal(e.into()),
+    }
+}
+
+pub(super) async fn not_found(message: &str) -> Response {
+    error_page(StatusCode::NOT_FOUND, "Not found", message.to_string())
+}
+
+/// The page for a document that is not there: 404, and the nearest ids.
+pub(super) async fn missing(viewer: &Viewer, key: DocKey) -> Response {
+    let lookup = key.clone();
+    let near = read(&viewer.store, move |r| r.nearest(&lookup, 5))
+        .await
+        .unwrap_or_default();
+    let page = ErrorPage {
+        chrome: Chrome::new(0, format!("doc:{key}")),
+        heading: "Not found".to_string(),
+        message: format!("There is no document {}.", uri::format(&key)),
+        suggestions: near.iter().map(|k| (doc_path(k), k.to_string())).collect(),
+    };
+    rendered(StatusCode::NOT_FOUND, page.render())
+}
+
+struct PrefixRow {
+    name: &'static str,
+    documents: u64,
+}
+
+#[derive(Template)]
+#[template(path = "home.html")]
+struct HomePage {
+    chrome: Chrome,
+    root: Option<String>,
+    prefixes: Vec<PrefixRow>,
+}
+
+/// GET `/`: the prefixes and their document counts.
+pub(super) async fn home(State(viewer): State<Arc<Viewer>>) -> Response {
+    let store = viewer.store.clone();
+    let root_store = store.clone();
+    let answered = read(&store, move |r| {
+        let seq = r.seq()?;
+        let mut prefixes = Vec::new();
+        for prefix in Prefix::ALL {
+            let under = Under {
+                prefix,
+                folder: None,
+            };
+            prefixes.push(PrefixRow {
+                name: prefix.as_str(),
+                documents: r.count_under(&under)?,
+            });
+        }
+        Ok((seq, prefixes, root_store.project_root()?))
+    })
+    .await;
+    match answered {
+        Ok((seq, prefixes, root)) => rendered(
+            StatusCode::OK,
+            HomePage {
+                chrome: Chrome::new(seq, "*".to_string()),
+                root,
+                prefixes,
+            }
+            .render(),
+        ),
+        Err(e) => internal(e),
+    }
+}
+
+struct IdPart {
+    text: String,
+    /// The folder's listing, for the folder parts of an id.
+    href: Option<String>,
+}
+
+struct ListRow {
+    href: String,
+    title: String,
+    id_parts: Vec<IdPart>,
+    size: String,
+    updated: String,
+}
+
+#[derive(Template)]
+#[template(path = "list.html")]
+struct ListPage {
+    chrome: Chrome,
+    under: String,
+    crumbs: Vec<Crumb>,
+    total: u64,
+    rows: Vec<ListRow>,
+    after: Option<String>,
+    first_href: String,
+    next_href: Option<String>,
+}
+
+#[derive(serde::Deserialize)]
+pub(super) struct ListQuery {
+    after: Option<String>,
+}
+
+fn list_row(doc: &DocSummary) -> ListRow {
+    let mut id_parts = Vec::new();
+    let mut folder = String::new();
+    let segments: Vec<&str> = doc.key.id.split('/').collect();
+    for (i, segment) in segments.iter().enumerate() {
+        if i + 1 < segments.len() {
+            folder.push('/');
+            folder.push_str(&encode_segment(segment));
+            id_parts.push(IdPart {
+                text: format!("{segment}/"),
+                href: Some(format!("/ls/{}{folder}", doc.key.prefix)),
+            });
+        } else {
+            id_parts.push(IdPart {
+                text: segment.to_string(),
+                href: None,
+            });
+        }
+    }
+    ListRow {
+        href: doc_path(&doc.key),
+        title: doc.title.clone(),
+        id_parts,
+        size: human_size(doc.size),
+        updated: date(doc.mtime_ns),
+    }
+}
+
+/// GET `/ls/{prefix}[/{folder…}]?after=ID`: a keyset page of the documents
+/// under a prefix or folder.
+pub(super) async fn list(
+    State(viewer): State<Arc<Viewer>>,
+    Query(query): Query<ListQuery>,
+    request: Request,
+) -> Response {
+    let path = request
+        .uri()
+        .path()
+        .strip_prefix("/ls/")
+        .unwrap_or_default();
+    let Some(under) = under_of(path) else {
+        return not_found("No such prefix or folder: the prefixes are docs, features and notes.")
+            .await;
+    };
+    let after = query.after.filter(|a| !a.is_empty());
+    let (lookup, resume) = (under.clone(), after.clone());
+    let answered = read(&viewer.store, move |r| {
+        let seq = r.seq()?;
+        // One more than a page tells whether there is a next one.
+        let mut docs = r.page_under(&lookup, resume.as_deref(), LIST_PAGE + 1)?;
+        let more = docs.len() > LIST_PAGE;
+        docs.truncate(LIST_PAGE);
+        Ok((seq, docs, more, r.count_under(&lookup)?))
+    })
+    .await;
+    let (seq, docs, more, total) = match answered {
+        Ok(answer) => answer,
+        Err(e) => return internal(e),
+    };
+    let base = format!(
+        "/ls/{}{}",
+        under.prefix,
+        under
+            .folder
+            .as_deref()
+            .map(|f| format!(
+                "/{}",
+                f.trim_end_matches('/')
+                    .split('/')
+                    .map(encode_segment)
+                    .collect::<Vec<_>>()
+                    .join("/")
+            ))
+            .unwrap_or_default()
+    );
+    let next_href = match docs.last() {
+        Some(last) if more => Some(format!("{base}?after={}", encode_query(&last.key.id))),
+        _ => None,
+    };
+    let page = ListPage {
+        chrome: Chrome::new(
+            seq,
+            format!(
+                "under:{}/{}",
+                under.prefix,
+                under.folder.as_deref().unwrap_or_default()
+            ),
+        ),
+        under: under.to_string(),
+        crumbs: crumbs(under.prefix, under.folder.as_deref().unwrap_or_default()),
+        total,
+        rows: docs.iter().map(list_row).collect(),
+        after,
+        first_href: base,
+        next_href,
+    };
+    rendered(StatusCode::OK, page.render())
+}
+
+#[derive(Template)]
+#[template(path = "doc.html")]
+struct DocPage {
+    chrome: Chrome,
+    crumbs: Vec<Crumb>,
+    uri: String,
+    source_path: String,
+    title: String,
+    /// False when the document opens with the same title as a heading.
+    show_title: bool,
+    description: Option<String>,
+    size: String,
+    bytes: u64,
+    updated: String,
+    frontmatter: Vec<(String, String)>,
+    toc: Vec<Heading>,
+    /// The rendered Markdown; `None` for a binary or too large document.
+    html: Option<String>,
+    source: Option<String>,
+    raw_href: String,
+}
+
+/// Frontmatter JSON text → (key, value) rows, values as text (strings bare,
+/// lists joined with commas, anything else as JSON).
+fn frontmatter_rows(json: Option<&str>) -> Vec<(String, String)> {
+    let Some(Value::Object(map)) = json.and_then(|j| serde_json::from_str(j).ok()) else {
+        return Vec::new();
+    };
+    map.into_iter()
+        .map(|(key, value)| {
+            let text = match value {
+                Value::String(s) => s,
+                Value::Array(items) if items.iter().all(|i| !i.is_object() && !i.is_array()) => {
+                    items
+                        .iter()
+                        .map(|i| match i {
+                            Value::String(s) => s.clone(),
+                            other => other.to_string(),
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+                other => other.to_string(),
+            };
+            (key, text)
+        })
+        .collect()
+}
+
+/// GET `/doc/{prefix}/{id…}`: a document, rendered.
+pub(super) async fn document(State(viewer): State<Arc<Viewer>>, request: Request) -> Response {
+    let Some(key) = key_of_path(request.uri().path(), "/doc/") else {
+        return not_found("That is not a document path: /doc/{prefix}/{id}.").await;
+    };
+    let lookup = key.clone();
+    let answered = read(&viewer.store, move |r| {
+        let seq = r.seq()?;
+        let Some(meta) = r.meta(&lookup)? else {
+            return Ok(None);
+        };
+        let fetched = r.get(&lookup, MAX_RENDERED_BYTES)?;
+        let body = match fetched {
+            Some(Fetched::Document(doc)) if doc.is_text => Some(doc.body),
+            _ => None,
+        };
+        let rendered = body.as_ref().map(|body| {
+            let text = String::from_utf8_lossy(body);
+            let markdown = crate::frontmatter::split(&text).map_or(&*text, |(_, body)| body);
+            render::render(&lookup, markdown, |k| r.exists(k).unwrap_or(false))
+        });
+        Ok(Some((seq, meta, body, rendered)))
+    })
+    .await;
+    let (seq, meta, body, markdown) = match answered {
+        Ok(Some(found)) => found,
+        Ok(None) => return missing(&viewer, key).await,
+        Err(e) => return internal(e),
+    };
+    let folders = key.id.rsplit_once('/').map_or("", |(folders, _)| folders);
+    let (html, toc) = match markdown {
+        Some(rendered) => (Some(rendered.html), rendered.headings),
+        None => (None, Vec::new()),
+    };
+    let page = DocPage {
+        chrome: Chrome::new(seq, format!("doc:{key}")),
+        crumbs: crumbs(key.prefix, folders),
+        uri: uri::format(&key),
+        source_path: format!("{key}.md"),
+        show_title: toc
+            .first()
+            .is_none_or(|h| h.level != 1 || h.text != meta.title),
+        title: meta.title.clone(),
+        description: meta.description.clone(),
+        size: human_size(meta.size),
+        bytes: meta.size,
+        updated: date(meta.mtime_ns),
+        frontmatter: frontmatter_rows(meta.frontmatter.as_deref()),
+        toc,
+        html,
+        source: body.map(|b| String::from_utf8_lossy(&b).into_owned()),
+        raw_href: format!("/raw/{}", uri_path(&key)),
+    };
+    rendered(StatusCode::OK, page.render())
+}
+
+struct HitRow {
+    href: String,
+    uri: String,
+    title: String,
+    /// Escaped, with the matched terms in `<mark>`.
+    snippet: String,
+}
+
+#[derive(Template)]
+#[template(path = "search.html")]
+struct SearchPage {
+    chrome: Chrome,
+    under: String,
+    where_text: String,
+    error: Option<String>,
+    searched: bool,
+    total: u64,
+    hits: Vec<HitRow>,
+    next_href: Option<String>,
+}
+
+/// A snippet's `**term**` marks as `<mark>`, everything else escaped.
+fn marked(snippet: &str) -> String {
+    let mut out = String::new();
+    for (i, part) in snippet.split("**").enumerate() {
+        if i % 2 == 1 {
+            out.push_str("<mark>");
+            out.push_str(&escape(part));
+            out.push_str("</mark>");
+        } else {
+            out.push_str(&escape(part));
+        }
+    }
+    out
+}
+
+/// GET `/search?q=&under=&where=&cursor=` for a browser: the search form and
+/// a page of hits with snippets. `where` takes one or more `KEY=VALUE`
+/// separated by spaces or repeated.
+pub async fn search_page(store: Store, pairs: Vec<(String, String)>) -> Response {
+    let (mut query, mut under_text, mut where_texts, mut cursor) =
+        (String::new(), String::new(), Vec::new(), None);
+    for (name, value) in pairs {
+        match name.as_str() {
+            "q" => query = value,
+            "under" => under_text = value.trim().to_string(),
+            "where" => where_texts.extend(value.split_whitespace().map(str::to_string)),
+            "cursor" if !value.is_empty() => cursor = Some(value),
+            _ => {}
+        }
+    }
+    let parsed = (|| -> Result<Search, SearchError> {
+        let under = match under_text.as_str() {
+            "" => None,
+            text => Some(Under::parse(text)?),
+        };
+        let filters = where_texts
+            .iter()
+            .map(|f| Filter::parse(f))
+            .collect::<Result<Vec<_>, _>>()?;
+        Search::new(query.clone(), under, filters)
+    })();
+    let searched = !query.trim().is_empty() || !under_text.is_empty() || !where_texts.is_empty();
+    let mut page = SearchPage {
+        chrome: Chrome::new(0, "*".to_string()),
+        under: under_text.clone(),
+        where_text: where_texts.join(" "),
+        error: None,
+        searched: false,
+        total: 0,
+        hits: Vec::new(),
+        next_href: None,
+    };
+    page.chrome.query = query.clone();
+    let search = match parsed {
+        Ok(search) if searched => search,
+        Ok(_) => return rendered(StatusCode::OK, page.render()),
+        Err(e) => {
+            page.error = Some(e.to_string());
+            return rendered(StatusCode::BAD_REQUEST, page.render());
+        }
+    };
+    let resume = match cursor
+        .as_deref()
+        .map(|c| cursor::decode_search(c, &search.fingerprint()))
+    {
+        None => None,
+        Some(Ok(resume)) => Some(resume),
+        Some(Err(e)) => {
+            page.error = Some(SearchError::from(e).to_string());
+            return rendered(StatusCode::BAD_REQUEST, page.render());
+        }
+    };
+    let lookup = search.clone();
+    let answered = read(&store, move |r| {
+        Ok((
+            r.seq()?,
+            r.search(&lookup, resume.as_ref(), search::DEFAULT_LIMIT)?,
+        ))
+    })
+    .await;
+    let (seq, found) = match answered {
+        Ok(answer) => answer,
+        Err(e) => return internal(e),
+    };
+    page.chrome.seq = seq;
+    page.searched = true;
+    page.total = found.total;
+    page.hits = found.hits.iter().map(hit_row).collect();
+    page.next_href = found.next.as_ref().map(|next| {
+        let mut href = format!("/search?q={}", encode_query(&query));
+        if !under_text.is_empty() {
+            href.push_str(&format!("&under={}", encode_query(&under_text)));
+        }
+        for filter in &where_texts {
+            href.push_str(&format!("&where={}", encode_query(filter)));
+        }
+        href.push_str(&format!(
+            "&cursor={}",
+            encode_query(&cursor::encode_search(&search.fingerprint(), next))
+        ));
+        href
+    });
+    rendered(StatusCode::OK, page.render())
+}
+
+fn hit_row(hit: &Hit) -> HitRow {
+    HitRow {
+        href: doc_path(&hit.key),
+        uri: uri::format(&hit.key),
+        title: hit.title.clone(),
+        snippet: marked(&hit.snippet),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_snippets_and_frontmatter() {
+        assert_eq!(human_size(999), "999 B");
+        assert_eq!(human_size(1234), "1.2 KB");
+        assert_eq!(human_size(5_600_000), "5.6 MB");
+        assert_eq!(
+            marked("a <b> **term** & **x"),
+            "a &lt;b&gt; <mark>term</mark> &amp; <mark>x</mark>"
+        );
+        assert_eq!(
+            frontmatter_rows(Some(r#"{"status":"open","tags":["a","b"],"n":3}"#)),
+            [
+                ("n".to_string(), "3".to_string()),
+                ("status".to_string(), "open".to_string()),
+                ("tags".to_string(), "a, b".to_string()),
+            ]
+        );
+        assert_eq!(date(0), "1970-01-01 00:00 UTC");
+    }
+}

@@ -1,0 +1,418 @@
+//! A document's Markdown as safe HTML for the viewer: CommonMark with GFM tables, task lists and strikethrough, heading anchors and a table of contents, links to other documents resolved to viewer pages (or marked broken), and everything sanitized.
+//!
+//! pulldown-cmark passes raw HTML (`<script>`, `onerror=`, `javascript:`)
+//! through untouched, so its output always goes through ammonia's allow-list
+//! before it reaches a page; the page's Content-Security-Policy is the
+//! second wall.
+
+use std::collections::HashMap;
+use std::sync::LazyLock;
+
+use pulldown_cmark::{CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
+
+use crate::doc::{DocKey, Prefix};
+use crate::uri;
+
+/// Heading ids in a rendered document start with this, so that a document
+/// can never name (clobber) an element of the page around it.
+pub const ID_PREFIX: &str = "md-";
+
+/// One entry of a document's table of contents.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Heading {
+    pub level: u8,
+    pub text: String,
+    /// The element id, [`ID_PREFIX`] included.
+    pub anchor: String,
+}
+
+/// A rendered document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Rendered {
+    pub html: String,
+    pub headings: Vec<Heading>,
+}
+
+/// Where a link in a document points, once resolved.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Target {
+    /// Another document of the project, and the fragment after `#`, if any.
+    Document(DocKey, Option<String>),
+    /// Anything else (another site, a page anchor): left as written.
+    Other,
+}
+
+/// The viewer's path of a document's page: `/doc/{prefix}/{id…}`, each id
+/// segment percent-encoded as in its URI.
+pub fn doc_path(key: &DocKey) -> String {
+    format!("/doc/{}", uri_path(key))
+}
+
+/// `prefix/id` with the id percent-encoded as in the document's URI.
+pub fn uri_path(key: &DocKey) -> String {
+    uri::format(key)
+        .strip_prefix(uri::SCHEME_PREFIX)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Resolves a link written in the document `from`: an `orchestra://` URI,
+/// a path relative to the document (`../notes/x.md`, `FEAT-002.md`,
+/// `./adr/0006.md#context`) or to the project root (`/docs/a.md`).
+pub fn resolve(from: &DocKey, href: &str) -> Target {
+    let (path, fragment) = match href.split_once('#') {
+        Some((path, fragment)) => (path, Some(fragment.to_string())),
+        None => (href, None),
+    };
+    if path.starts_with(uri::SCHEME_PREFIX) {
+        return match uri::parse(path) {
+            Ok(key) => Target::Document(key, fragment),
+            Err(_) => Target::Other,
+        };
+    }
+    // Another scheme (`https:`, `mailto:`), a network path, or an anchor in
+    // this page: not a document.
+    let has_scheme = path
+        .split_once(':')
+        .is_some_and(|(scheme, _)| !scheme.is_empty() && !scheme.contains('/'));
+    if path.is_empty() || has_scheme || path.starts_with("//") {
+        return Target::Other;
+    }
+    let path = path.split('?').next().unwrap_or_default();
+    let Ok(decoded) = percent_encoding::percent_decode_str(path).decode_utf8() else {
+        return Target::Other;
+    };
+    let Some(relative) = decoded.strip_suffix(".md") else {
+        return Target::Other;
+    };
+    // The document's own folder in the project: `docs/adr` for docs/adr/0006.
+    let mut segments: Vec<&str> = Vec::new();
+    if !relative.starts_with('/') {
+        segments.push(from.prefix.as_str());
+        segments.extend(from.id.split('/'));
+        segments.pop();
+    }
+    for segment in relative.split('/') {
+        match segment {
+            "" | "." => {}
+            ".." => {
+                if segments.pop().is_none() {
+                    return Target::Other;
+                }
+            }
+            segment => segments.push(segment),
+        }
+    }
+    let Some((prefix, id)) = segments.split_first() else {
+        return Target::Other;
+    };
+    match Prefix::parse(prefix) {
+        Some(prefix) if !id.is_empty() => {
+            let id = id.join("/");
+            if crate::doc::is_valid_id(&id) {
+                Target::Document(DocKey::new(prefix, id), fragment)
+            } else {
+                Target::Other
+            }
+        }
+        _ => Target::Other,
+    }
+}
+
+/// Renders `markdown`, the body of the document `from`. `exists` says
+/// whether a linked document is in the store.
+pub fn render(from: &DocKey, markdown: &str, exists: impl Fn(&DocKey) -> bool) -> Rendered {
+    let options = Options::ENABLE_TABLES
+        | Options::ENABLE_TASKLISTS
+        | Options::ENABLE_STRIKETHROUGH
+        | Options::ENABLE_FOOTNOTES;
+    let mut events: Vec<Event> = Parser::new_ext(markdown, options).collect();
+    let headings = anchor_headings(&mut events);
+    // For each open link, whether its start tag was rewritten (so its end must be).
+    let mut rewritten: Vec<bool> = Vec::new();
+    for event in events.iter_mut() {
+        match event {
+            Event::Start(Tag::Link {
+                dest_url, title, ..
+            }) => {
+                let (href, broken) = match resolve(from, dest_url) {
+                    Target::Document(key, fragment) => {
+                        let mut href = doc_path(&key);
+                        if let Some(fragment) = fragment.filter(|f| !f.is_empty()) {
+                            href.push('#');
+                            href.push_str(ID_PREFIX);
+                            href.push_str(&fragment);
+                        }
+                        let broken = !exists(&key);
+                        (href, broken.then_some(key))
+                    }
+                    Target::Other => {
+                        rewritten.push(false);
+                        continue;
+                    }
+                };
+                rewritten.push(true);
+                let tag = match broken {
+                    Some(key) => format!(
+                        "<a class=\"broken\" title=\"no such document: {}\" href=\"{}\">",
+                        escape(&uri::format(&key)),
+                        escape(&href)
+                    ),
+                    None if !title.is_empty() => format!(
+                        "<a class=\"doc\" title=\"{}\" href=\"{}\">",
+                        escape(title),
+                        escape(&href)
+                    ),
+                    None => format!("<a class=\"doc\" href=\"{}\">", escape(&href)),
+                };
+                *event = Event::InlineHtml(tag.into());
+            }
+            Event::End(TagEnd::Link) if rewritten.pop() == Some(true) => {
+                *event = Event::InlineHtml("</a>".into());
+            }
+            _ => {}
+        }
+    }
+    let mut raw = String::with_capacity(markdown.len() * 3 / 2);
+    pulldown_cmark::html::push_html(&mut raw, events.into_iter());
+    Rendered {
+        html: SANITIZER.clean(&raw).to_string(),
+        headings,
+    }
+}
+
+/// Gives every heading an id from its text (`md-` + a slug, numbered when
+/// repeated) and returns them in order.
+fn anchor_headings(events: &mut [Event]) -> Vec<Heading> {
+    let mut headings = Vec::new();
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    let mut i = 0;
+    while i < events.len() {
+        if let Event::Start(Tag::Heading { level, .. }) = &events[i] {
+            let level = heading_level(*level);
+            let mut text = String::new();
+            let mut j = i + 1;
+            while j < events.len() && !matches!(events[j], Event::End(TagEnd::Heading(_))) {
+                if let Event::Text(t) | Event::Code(t) = &events[j] {
+                    text.push_str(t);
+                }
+                j += 1;
+            }
+            let mut slug = slug(&text);
+            let count = seen.entry(slug.clone()).or_insert(0);
+            *count += 1;
+            if *count > 1 {
+                slug = format!("{slug}-{count}");
+            }
+            if let Event::Start(Tag::Heading { id, .. }) = &mut events[i] {
+                // ammonia adds ID_PREFIX to every id it keeps.
+                *id = Some(CowStr::from(slug.clone()));
+            }
+            headings.push(Heading {
+                level,
+                text: text.trim().to_string(),
+                anchor: format!("{ID_PREFIX}{slug}"),
+            });
+            i = j;
+        }
+        i += 1;
+    }
+    headings
+}
+
+fn heading_level(level: HeadingLevel) -> u8 {
+    match level {
+        HeadingLevel::H1 => 1,
+        HeadingLevel::H2 => 2,
+        HeadingLevel::H3 => 3,
+        HeadingLevel::H4 => 4,
+        HeadingLevel::H5 => 5,
+        HeadingLevel::H6 => 6,
+    }
+}
+
+/// Lowercase letters and digits, other runs as one `-`: `Sync & Offline` →
+/// `sync-offline`.
+fn slug(text: &str) -> String {
+    let mut slug = String::new();
+    for c in text.chars().flat_map(char::to_lowercase) {
+        if c.is_alphanumeric() {
+            slug.push(c);
+        } else if !slug.is_empty() && !slug.ends_with('-') {
+            slug.push('-');
+        }
+    }
+    let slug = slug.trim_end_matches('-').to_string();
+    if slug.is_empty() {
+        "section".to_string()
+    } else {
+        slug
+    }
+}
+
+/// Escapes text for an HTML attribute value or element content.
+pub fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// The allow-list: ammonia's defaults (no script, style, event handlers or
+/// `javascript:` URLs), plus what CommonMark and GFM produce: heading ids,
+/// task-list checkboxes, and the classes of document links.
+static SANITIZER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
+    let mut builder = ammonia::Builder::default();
+    builder
+        .add_tags(["input"])
+        .add_tag_attributes("input", ["type", "checked", "disabled"])
+        .set_tag_attribute_value("input", "disabled", "")
+        .add_allowed_classes("a", ["doc", "broken"])
+        .id_prefix(Some(ID_PREFIX));
+    for h in ["h1", "h2", "h3", "h4", "h5", "h6"] {
+        builder.add_tag_attributes(h, ["id"]);
+    }
+    builder
+});
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(s: &str) -> DocKey {
+        let (prefix, id) = s.split_once('/').unwrap();
+        DocKey::new(Prefix::parse(prefix).unwrap(), id)
+    }
+
+    #[test]
+    fn links_resolve_from_the_document() {
+        let from = key("docs/adr/0006");
+        // href → the document and fragment it opens, if any.
+        type Case<'a> = (&'a str, Option<(&'a str, Option<&'a str>)>);
+        let cases: &[Case] = &[
+            (
+                "orchestra://features/FEAT-001",
+                Some(("features/FEAT-001", None)),
+            ),
+            (
+                "orchestra://docs/adr/0007#x",
+                Some(("docs/adr/0007", Some("x"))),
+            ),
+            ("0007.md", Some(("docs/adr/0007", None))),
+            (
+                "./0007.md#context",
+                Some(("docs/adr/0007", Some("context"))),
+            ),
+            ("../guide.md", Some(("docs/guide", None))),
+            ("../../notes/x.md", Some(("notes/x", None))),
+            ("/features/FEAT-002.md", Some(("features/FEAT-002", None))),
+            ("../../../x.md", None),
+            ("../../other/x.md", None),
+            ("https://example.com/a.md", None),
+            ("mailto:a@b.c", None),
+            ("javascript:alert(1)", None),
+            ("#context", None),
+            ("picture.png", None),
+            ("//host/a.md", None),
+            ("caf%C3%A9.md", Some(("docs/adr/café", None))),
+        ];
+        for (href, expected) in cases {
+            let got = match resolve(&from, href) {
+                Target::Document(key, fragment) => Some((key, fragment)),
+                Target::Other => None,
+            };
+            let expected = expected.map(|(k, f)| (key(k), f.map(str::to_string)));
+            assert_eq!(got, expected, "{href}");
+        }
+    }
+
+    #[test]
+    fn hostile_markup_is_removed() {
+        let from = key("notes/x");
+        let html = render(
+            &from,
+            "<script>window.pwned = 1</script>\n\n<img src=x onerror=\"window.pwned=1\">\n\n\
+             [click](javascript:window.pwned=1) <a href=\"javascript:alert(1)\" onclick=\"x()\">a</a>\n\n\
+             <iframe src=\"https://example.com\"></iframe><style>body{}</style>\n\n\
+             <h2 id=\"top\">Top</h2>",
+            |_| true,
+        )
+        .html;
+        for banned in [
+            "<script",
+            "onerror",
+            "javascript:",
+            "onclick",
+            "<iframe",
+            "<style",
+            "id=\"top\"",
+        ] {
+            assert!(!html.contains(banned), "{banned} in {html}");
+        }
+        assert!(html.contains("id=\"md-top\""), "{html}");
+    }
+
+    #[test]
+    fn gfm_and_headings() {
+        let md = "# Title\n\n## Sync & Offline\n\n## Sync & Offline\n\n\
+                  | a | b |\n|---|---|\n| 1 | 2 |\n\n- [x] done\n- [ ] todo\n\n~~old~~\n\n```rust\nfn x() {}\n```\n";
+        let rendered = render(&key("features/F"), md, |_| true);
+        let anchors: Vec<&str> = rendered
+            .headings
+            .iter()
+            .map(|h| h.anchor.as_str())
+            .collect();
+        assert_eq!(
+            anchors,
+            ["md-title", "md-sync-offline", "md-sync-offline-2"]
+        );
+        for expected in [
+            "<h2 id=\"md-sync-offline\">",
+            "<table>",
+            "<td>1</td>",
+            "type=\"checkbox\"",
+            "checked",
+            "<del>old</del>",
+            "<pre><code>fn x() {}",
+        ] {
+            assert!(
+                rendered.html.contains(expected),
+                "{expected} not in {}",
+                rendered.html
+            );
+        }
+    }
+
+    #[test]
+    fn links_to_documents_open_in_the_viewer_or_show_as_broken() {
+        let html = render(
+            &key("features/FEAT-001"),
+            "[two](FEAT-002.md) [gone](FEAT-404.md) [adr](../docs/adr/0006.md#context) [uri](orchestra://notes/x)",
+            |k| k.id != "FEAT-404",
+        )
+        .html;
+        assert!(
+            html.contains("<a class=\"doc\" href=\"/doc/features/FEAT-002\""),
+            "{html}"
+        );
+        assert!(
+            html.contains(
+                "<a class=\"broken\" title=\"no such document: orchestra://features/FEAT-404\" href=\"/doc/features/FEAT-404\""
+            ),
+            "{html}"
+        );
+        assert!(
+            html.contains("href=\"/doc/docs/adr/0006#md-context\""),
+            "{html}"
+        );
+        assert!(html.contains("href=\"/doc/notes/x\""), "{html}");
+    }
+}

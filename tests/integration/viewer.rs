@@ -1,0 +1,404 @@
+//! The web viewer over HTTP on the real binary: each page's content and headers, raw downloads, assets, the token cookie, live updates; the browser tests are in `browser.rs`.
+
+use std::time::{Duration, Instant};
+
+use crate::http::{HttpServer, Resp};
+use crate::support::Project;
+
+/// A small project whose documents link to each other in every way a
+/// document can, with a hostile one and a binary one.
+pub(crate) fn linked_project() -> Project {
+    let p = Project::new();
+    p.file(
+        "features/FEAT-001.md",
+        "---\ntitle: Offline sync\nstatus: open\ntags: [offline, sync]\n---\n\
+         # Offline sync\n\nSee [the next one](FEAT-002.md), [the decision](../docs/adr/0006.md#context), \
+         [a note](orchestra://notes/field%20notes) and [a lost one](FEAT-404.md).\n\n\
+         ## Problem\n\nTechnicians lose work.\n\n## Proposal\n\nQueue edits.\n\n## Risks\n\n- [x] listed\n- [ ] mitigated\n",
+    );
+    p.file(
+        "features/FEAT-002.md",
+        "# Photo attachments\n\nBack to [sync](orchestra://features/FEAT-001).\n",
+    );
+    p.file(
+        "docs/adr/0006.md",
+        "# ADR 6: conflict policy\n\n## Context\n\nLast writer wins.\n",
+    );
+    p.file("notes/field notes.md", "# Field notes\n\nCafé visits.\n");
+    p.file(
+        "notes/evil.md",
+        "# Evil\n\n<script>window.pwned = 1</script>\n\n<img src=\"x\" onerror=\"window.pwned = 2\">\n\n\
+         [click me](javascript:window.pwned=3)\n\n<a href=\"#\" onclick=\"window.pwned=4\">also</a>\n",
+    );
+    p.file(
+        "notes/blob.md",
+        b"\x89PNG\r\n\x1a\n\xff\xfe binary".as_slice(),
+    );
+    p.import(&[]).assert_success();
+    p
+}
+
+fn page(server: &HttpServer, path: &str) -> Resp {
+    server
+        .request("GET", path)
+        .header("Accept", "text/html,application/xhtml+xml")
+        .send()
+}
+
+#[track_caller]
+fn assert_contains(resp: &Resp, expected: &[&str]) {
+    let text = resp.text();
+    for e in expected {
+        assert!(text.contains(e), "{e:?} not in:\n{text}");
+    }
+}
+
+#[track_caller]
+fn assert_lacks(resp: &Resp, banned: &[&str]) {
+    let text = resp.text();
+    for b in banned {
+        assert!(!text.contains(b), "{b:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn every_page_is_html_with_a_content_security_policy() {
+    let p = linked_project();
+    let server = HttpServer::start(&p, &[]);
+    for path in [
+        "/",
+        "/ls/features",
+        "/ls/docs/adr",
+        "/doc/features/FEAT-001",
+        "/doc/notes/field%20notes",
+        "/search?q=sync",
+    ] {
+        let resp = page(&server, path);
+        resp.expect(200);
+        assert_eq!(
+            resp.header("content-type"),
+            Some("text/html; charset=utf-8"),
+            "{path}"
+        );
+        assert_eq!(
+            resp.header("content-security-policy"),
+            Some("default-src 'self'"),
+            "{path}"
+        );
+        assert_eq!(resp.header("x-content-type-options"), Some("nosniff"));
+    }
+}
+
+#[test]
+fn the_home_page_counts_documents_per_prefix() {
+    let p = linked_project();
+    let server = HttpServer::start(&p, &[]);
+    let home = page(&server, "/");
+    assert_contains(
+        &home,
+        &[
+            r#"<a href="/ls/docs">docs</a></td><td class="num">1</td>"#,
+            r#"<a href="/ls/features">features</a></td><td class="num">2</td>"#,
+            r#"<a href="/ls/notes">notes</a></td><td class="num">3</td>"#,
+        ],
+    );
+}
+
+#[test]
+fn lists_are_keyset_pages_under_a_prefix_or_folder() {
+    let p = Project::new();
+    for i in 0..150 {
+        p.file(&format!("features/F-{i:03}.md"), format!("# Feature {i}\n"));
+    }
+    p.file("docs/adr/0001.md", "# One\n")
+        .file("docs/adr/0002.md", "# Two\n")
+        .file("docs/guide.md", "# Guide\n");
+    p.import(&[]).assert_success();
+    let server = HttpServer::start(&p, &[]);
+
+    let first = page(&server, "/ls/features");
+    first.expect(200);
+    let text = first.text();
+    assert_eq!(
+        text.matches("<tr><td><a href=\"/doc/features/").count(),
+        100
+    );
+    assert_contains(
+        &first,
+        &[
+            "150 documents",
+            "Feature 0</a>",
+            "Feature 99</a>",
+            r#"<a rel="next" href="/ls/features?after=F%2D099">Next page</a>"#,
+        ],
+    );
+    let second = page(&server, "/ls/features?after=F%2D099");
+    let text = second.text();
+    assert_eq!(text.matches("<tr><td><a href=\"/doc/features/").count(), 50);
+    assert_contains(&second, &["Feature 100</a>", "Feature 149</a>"]);
+    assert_lacks(&second, &["Feature 99</a>", "rel=\"next\""]);
+
+    let adr = page(&server, "/ls/docs/adr");
+    assert_contains(
+        &adr,
+        &[
+            "2 documents",
+            r#"<a href="/ls/docs">docs</a> / <a href="/ls/docs/adr">adr</a>"#,
+            r#"<a href="/doc/docs/adr/0001">One</a>"#,
+        ],
+    );
+    assert_lacks(&adr, &["Guide"]);
+    // The folder part of an id links to the folder's list.
+    assert_contains(
+        &page(&server, "/ls/docs"),
+        &[r#"<a class="folder" href="/ls/docs/adr">adr/</a>0001"#],
+    );
+    page(&server, "/ls/nothing").expect(404);
+    page(&server, "/ls/docs/../x").expect(404);
+}
+
+#[test]
+fn a_document_page_shows_its_names_frontmatter_contents_and_links() {
+    let p = linked_project();
+    let server = HttpServer::start(&p, &[]);
+    let doc = page(&server, "/doc/features/FEAT-001");
+    doc.expect(200);
+    assert_contains(
+        &doc,
+        &[
+            // The header: URI and source path, each with a copy button.
+            r#"<code id="doc-uri">orchestra://features/FEAT-001</code> <button type="button" class="copy" data-copy="orchestra://features/FEAT-001">"#,
+            r#"<code id="doc-path">features/FEAT-001.md</code>"#,
+            // Frontmatter as a table.
+            "<tr><th>status</th><td>open</td></tr>",
+            "<tr><th>tags</th><td>offline, sync</td></tr>",
+            // A table of contents, with anchors on the headings.
+            r##"<a href="#md-problem">Problem</a>"##,
+            r#"<h2 id="md-problem">Problem</h2>"#,
+            // Links to documents open them in the viewer; a missing one is broken.
+            r#"href="/doc/features/FEAT-002""#,
+            r#"href="/doc/docs/adr/0006#md-context""#,
+            r#"href="/doc/notes/field%20notes""#,
+            r#"<a class="broken" title="no such document: orchestra://features/FEAT-404" href="/doc/features/FEAT-404""#,
+            // Task lists.
+            r#"type="checkbox""#,
+            // The raw source, without JavaScript.
+            "<details class=\"source\"><summary>Source</summary><pre>---\ntitle: Offline sync",
+        ],
+    );
+    // The frontmatter block is not rendered as Markdown.
+    assert_lacks(&doc, &["<hr", "<h2>title: Offline sync"]);
+    // Any spelling of the id that a URI accepts opens the same page.
+    assert_contains(
+        &page(&server, "/doc/features/%46EAT-001"),
+        &["orchestra://features/FEAT-001"],
+    );
+}
+
+#[test]
+fn a_hostile_document_cannot_run_script() {
+    let p = linked_project();
+    let server = HttpServer::start(&p, &[]);
+    let evil = page(&server, "/doc/notes/evil");
+    evil.expect(200);
+    // Not in the rendered article (the escaped source may show the text).
+    let text = evil.text();
+    let article = &text[text.find("<article").unwrap()..text.find("</article>").unwrap()];
+    for banned in ["<script", "onerror", "onclick", "javascript:"] {
+        assert!(!article.contains(banned), "{banned} in {article}");
+    }
+    assert!(text.contains("&#60;script&#62;window.pwned = 1&#60;/script&#62;"));
+}
+
+#[test]
+fn a_binary_document_is_offered_as_a_download_of_its_exact_bytes() {
+    let p = linked_project();
+    let server = HttpServer::start(&p, &[]);
+    let doc = page(&server, "/doc/notes/blob");
+    assert_contains(
+        &doc,
+        &[r#"Binary, 17 bytes. <a href="/raw/notes/blob" download>Download</a>"#],
+    );
+    assert_lacks(&doc, &["<article"]);
+    let raw = page(&server, "/raw/notes/blob");
+    raw.expect(200);
+    assert_eq!(raw.body, b"\x89PNG\r\n\x1a\n\xff\xfe binary");
+    assert_eq!(raw.header("content-type"), Some("application/octet-stream"));
+    assert_eq!(
+        raw.header("content-disposition"),
+        Some("attachment; filename=\"blob.md\"; filename*=UTF-8''blob%2Emd")
+    );
+    assert_eq!(
+        page(&server, "/raw/notes/field%20notes").header("content-disposition"),
+        Some("attachment; filename=\"field_notes.md\"; filename*=UTF-8''field%20notes%2Emd")
+    );
+    page(&server, "/raw/notes/nothing").expect(404);
+}
+
+#[test]
+fn a_missing_document_is_404_with_the_nearest_ids() {
+    let p = linked_project();
+    let server = HttpServer::start(&p, &[]);
+    let missing = page(&server, "/doc/features/FEAT-0015");
+    missing.expect(404);
+    assert_contains(
+        &missing,
+        &[
+            "There is no document orchestra://features/FEAT-0015.",
+            r#"<a href="/doc/features/FEAT-001">features/FEAT-001</a>"#,
+            r#"<a href="/doc/features/FEAT-002">features/FEAT-002</a>"#,
+        ],
+    );
+    for bad in [
+        "/doc/",
+        "/doc/nope/x",
+        "/doc/features/",
+        "/doc/features/a%00b",
+    ] {
+        page(&server, bad).expect(404);
+    }
+    // The server is still there.
+    page(&server, "/").expect(200);
+}
+
+#[test]
+fn search_is_a_page_for_browsers_and_json_for_scripts() {
+    let p = linked_project();
+    let server = HttpServer::start(&p, &[]);
+    let html = page(&server, "/search?q=writer&under=docs");
+    html.expect(200);
+    assert_contains(
+        &html,
+        &[
+            "1 hit",
+            r#"<a href="/doc/docs/adr/0006">ADR 6: conflict policy</a>"#,
+            "<mark>writer</mark>",
+            r#"value="writer""#,
+        ],
+    );
+    let bad = page(&server, "/search?q=x&under=nowhere");
+    bad.expect(400);
+    assert_contains(&bad, &["class=\"error\""]);
+    let json = server.request("GET", "/search?q=writer").send();
+    json.expect(200);
+    assert_eq!(json.json()["total"], 1);
+}
+
+#[test]
+fn assets_are_small_and_revalidated_by_etag() {
+    let p = linked_project();
+    let server = HttpServer::start(&p, &[]);
+    let mut total = 0;
+    for (asset, kind) in [
+        ("/assets/viewer.css", "text/css"),
+        ("/assets/viewer.js", "text/javascript"),
+    ] {
+        let resp = page(&server, asset);
+        resp.expect(200);
+        assert!(resp.header("content-type").unwrap().starts_with(kind));
+        total += resp.body.len();
+        let etag = resp.header("etag").unwrap().to_string();
+        assert!(etag.starts_with('"') && etag.len() > 10, "{etag}");
+        let again = server
+            .request("GET", asset)
+            .header("If-None-Match", &etag)
+            .send();
+        again.expect(304);
+        assert!(again.body.is_empty());
+    }
+    assert!(total <= 50 * 1024, "JavaScript plus CSS: {total} bytes");
+    page(&server, "/assets/other.js").expect(404);
+}
+
+#[test]
+fn with_a_token_the_viewer_takes_it_once_and_keeps_it_in_a_cookie() {
+    let p = linked_project();
+    let token = "v13wer-T0ken";
+    p.outside_file("token", token);
+    let token_file = p.root_path("token");
+    let server = HttpServer::start(&p, &["--token-file", token_file.to_str().unwrap()]);
+    page(&server, "/").expect(401);
+    page(&server, "/doc/features/FEAT-001?token=wrong").expect(401);
+    let handoff = page(&server, &format!("/ls/features?after=F&token={token}"));
+    handoff.expect(303);
+    assert_eq!(handoff.header("location"), Some("/ls/features?after=F"));
+    let cookie = handoff.header("set-cookie").unwrap().to_string();
+    assert_eq!(
+        cookie,
+        format!("orchestra_token={token}; HttpOnly; SameSite=Strict; Path=/").replace('-', "%2D")
+    );
+    let pair = cookie.split(';').next().unwrap();
+    for path in ["/", "/doc/features/FEAT-001", "/assets/viewer.js"] {
+        server
+            .request("GET", path)
+            .header("Cookie", pair)
+            .send()
+            .expect(200);
+    }
+    // The cookie is for the viewer: /mcp still wants the header.
+    server
+        .request("POST", "/mcp")
+        .header("Cookie", pair)
+        .body(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#)
+        .send()
+        .expect(401);
+    // The Host and Origin rules hold for pages too.
+    server
+        .request("GET", "/")
+        .header("Cookie", pair)
+        .host("evil.example:80")
+        .send()
+        .expect(421);
+    server
+        .request("GET", "/")
+        .header("Cookie", pair)
+        .origin("https://evil.example")
+        .send()
+        .expect(403);
+}
+
+#[test]
+fn live_updates_name_each_import_by_its_sequence_and_resume_after_it() {
+    let p = linked_project();
+    let server = HttpServer::start(&p, &[]);
+    let home = page(&server, "/").text();
+    let seq: i64 = home
+        .split("data-seq=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .and_then(|s| s.parse().ok())
+        .unwrap();
+    let mut stream = server
+        .request("GET", &format!("/events?after={seq}"))
+        .header("Accept", "text/event-stream")
+        .open();
+    p.file("features/FEAT-002.md", "# Photo attachments, edited\n");
+    p.import(&[]).assert_success();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let event = stream.next_event(deadline).unwrap().unwrap();
+    assert_eq!(event.event.as_deref(), Some("change"));
+    assert_eq!(event.id, Some((seq + 1).to_string()));
+    let data: serde_json::Value = serde_json::from_str(&event.data).unwrap();
+    assert_eq!(
+        data,
+        serde_json::json!({"seq": seq + 1, "all": false, "keys": ["~features/FEAT-002"]})
+    );
+    // A browser that reconnects says what it saw last and gets what it missed.
+    p.remove("notes/evil.md");
+    p.import(&[]).assert_success();
+    let mut resumed = server
+        .request("GET", "/events")
+        .header("Accept", "text/event-stream")
+        .header("Last-Event-ID", &seq.to_string())
+        .open();
+    let event = resumed
+        .next_event(Instant::now() + Duration::from_secs(10))
+        .unwrap()
+        .unwrap();
+    assert_eq!(event.id, Some((seq + 2).to_string()));
+    let data: serde_json::Value = serde_json::from_str(&event.data).unwrap();
+    assert_eq!(
+        data["keys"],
+        serde_json::json!(["~features/FEAT-002", "-notes/evil"])
+    );
+}
