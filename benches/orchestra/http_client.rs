@@ -89,7 +89,7 @@ fn header_value(text: &str) -> String {
 }
 
 /// A minimal HTTP/1.1 client: one keep-alive connection, `POST /mcp` with
-/// a JSON body, responses with `Content-Length` only.
+/// a JSON body or a `GET`, responses with `Content-Length` only.
 pub struct HttpClient {
     reader: BufReader<std::net::TcpStream>,
     writer: std::net::TcpStream,
@@ -136,6 +136,26 @@ impl HttpClient {
         }
         self.request.extend_from_slice(b"\r\n");
         self.request.extend_from_slice(body.as_bytes());
+        self.exchange()
+    }
+
+    /// One `GET path` (a viewer page, an asset, `/resource`), asking for
+    /// `accept`: the status and the body.
+    pub fn get(&mut self, path: &str, accept: &str) -> Res<(u16, Vec<u8>)> {
+        if self.closed {
+            *self = HttpClient::connect(self.port)?;
+        }
+        self.request.clear();
+        write!(
+            self.request,
+            "GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nAccept: {accept}\r\n\r\n",
+            self.port
+        )?;
+        self.exchange()
+    }
+
+    /// Sends the request in `self.request` and reads the response.
+    fn exchange(&mut self) -> Res<(u16, Vec<u8>)> {
         self.writer.write_all(&self.request)?;
 
         self.line.clear();

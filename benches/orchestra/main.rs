@@ -42,6 +42,10 @@
 //!   `$ORCHESTRA_BASELINE_BIN` (an orchestra from before search, e.g.
 //!   9be2234), cold and 1%-changed imports of the same files with and
 //!   without the index, alternated.
+//! * viewer: `orchestra serve --http` and one keep-alive client: 1,000
+//!   document pages, list pages (100 documents after a random id) and
+//!   `/resource` JSON reads of the same random documents, interleaved; p50
+//!   and p99; and the bytes of `viewer.js` plus `viewer.css`.
 //!
 //! Flags: `--docs N` (repeatable, or a comma list; default 1000,10000,100000),
 //! `--1m` (adds 1,000,000: ~2.1 GB of files plus two ~2.5–2.8 GB databases;
@@ -67,6 +71,8 @@
 //! * `http_load`: many HTTP clients at once, with `http_client`.
 //! * `search`: the `search` tool over a pipe, beside `raw_sqlite`'s FTS5
 //!   table; `search_import`: what the index costs an import.
+//! * `viewer`: the web viewer's document and list pages over HTTP, beside
+//!   the JSON read of the same document, and its assets' size.
 //! * `report`: tables, JSON, progress; `units`: how figures are written;
 //!   `stats`: sample counts and percentiles; `process`: `wait4`, RSS, CPU;
 //!   `machine`: the binary under test and the machine.
@@ -95,6 +101,7 @@ mod serve;
 mod stats;
 mod stdio_client;
 mod units;
+mod viewer;
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -358,6 +365,8 @@ fn bench_size(
     } else {
         None
     };
+    step(n, "orchestra serve --http: viewer pages");
+    let viewer = viewer::measure(bin, &db, n, opts.seed)?;
     // Last: it rewrites files the earlier steps expect unchanged.
     let index_cost = match (&raw_search, baseline) {
         (Some(_), Some(baseline)) => Some(search_import::measure(
@@ -374,8 +383,10 @@ fn bench_size(
         rows.extend(figures.rows(raw, raw_filter_us, n));
         rows.extend(search_import::rows(index_cost.as_ref(), raw, n));
     }
+    rows.extend(viewer.rows());
 
     let details = json!({
+        "viewer": viewer.to_json(),
         "files_bytes": backlog.bytes,
         "generate_s": backlog.seconds,
         "raw_db_bytes": raw_db_bytes,

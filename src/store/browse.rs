@@ -117,6 +117,16 @@ impl Reader {
         Ok(n as u64)
     }
 
+    /// Runs `reads` in one read transaction: every read in it sees the
+    /// same commit.
+    pub fn in_transaction<T>(&self, reads: impl FnOnce() -> Result<T>) -> Result<T> {
+        self.conn.execute_batch("BEGIN")?;
+        let result = reads();
+        // A read transaction has nothing to keep: ending it cannot lose data.
+        let _ = self.conn.execute_batch("COMMIT");
+        result
+    }
+
     /// Whether a document with `key` is stored: one index seek.
     pub fn exists(&self, key: &DocKey) -> Result<bool> {
         Ok(self

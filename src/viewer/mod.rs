@@ -46,11 +46,53 @@ const ICON: &str = include_str!("../../assets/icons/orchestra.svg");
 pub struct Viewer {
     store: Store,
     changes: broadcast::Sender<Arc<ChangeBatch>>,
+    /// Documents under a prefix or folder, by the feed sequence they were
+    /// counted at: a count walks its index range, so a list page counts
+    /// once per import instead of once per view.
+    counts: std::sync::Mutex<std::collections::HashMap<String, (i64, u64)>>,
+}
+
+/// Counts the viewer keeps; beyond, it forgets them all and starts again.
+const COUNTS_KEPT: usize = 1024;
+
+impl Viewer {
+    /// The number of documents under `under` at `seq`, counted by `count`
+    /// unless this sequence's count is known.
+    fn count_under(
+        &self,
+        under: &Under,
+        seq: i64,
+        count: impl FnOnce() -> anyhow::Result<u64>,
+    ) -> anyhow::Result<u64> {
+        let key = under.to_string();
+        let cached = self
+            .counts
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&key)
+            .copied();
+        if let Some((at, n)) = cached
+            && at == seq
+        {
+            return Ok(n);
+        }
+        let n = count()?;
+        let mut counts = self.counts.lock().unwrap_or_else(|e| e.into_inner());
+        if counts.len() >= COUNTS_KEPT {
+            counts.clear();
+        }
+        counts.insert(key, (seq, n));
+        Ok(n)
+    }
 }
 
 /// The viewer's routes; the caller puts its request checks in front.
 pub fn router(store: Store, changes: broadcast::Sender<Arc<ChangeBatch>>) -> Router {
-    let viewer = Arc::new(Viewer { store, changes });
+    let viewer = Arc::new(Viewer {
+        store,
+        changes,
+        counts: Default::default(),
+    });
     Router::new()
         .route("/", get(pages::home))
         .route("/ls", get(|| async { Redirect::to("/") }))

@@ -283,14 +283,18 @@ pub(super) async fn list(
             .await;
     };
     let after = query.after.filter(|a| !a.is_empty());
-    let (lookup, resume) = (under.clone(), after.clone());
+    let (lookup, resume, shared) = (under.clone(), after.clone(), viewer.clone());
     let answered = read(&viewer.store, move |r| {
-        let seq = r.seq()?;
-        // One more than a page tells whether there is a next one.
-        let mut docs = r.page_under(&lookup, resume.as_deref(), LIST_PAGE + 1)?;
-        let more = docs.len() > LIST_PAGE;
-        docs.truncate(LIST_PAGE);
-        Ok((seq, docs, more, r.count_under(&lookup)?))
+        // One read transaction: the page, its sequence and its count agree.
+        r.in_transaction(|| {
+            let seq = r.seq()?;
+            // One more than a page tells whether there is a next one.
+            let mut docs = r.page_under(&lookup, resume.as_deref(), LIST_PAGE + 1)?;
+            let more = docs.len() > LIST_PAGE;
+            docs.truncate(LIST_PAGE);
+            let total = shared.count_under(&lookup, seq, || r.count_under(&lookup))?;
+            Ok((seq, docs, more, total))
+        })
     })
     .await;
     let (seq, docs, more, total) = match answered {
@@ -345,8 +349,6 @@ struct DocPage {
     uri: String,
     source_path: String,
     title: String,
-    /// False when the document opens with the same title as a heading.
-    show_title: bool,
     description: Option<String>,
     size: String,
     bytes: u64,
@@ -360,12 +362,14 @@ struct DocPage {
 }
 
 /// Frontmatter JSON text → (key, value) rows, values as text (strings bare,
-/// lists joined with commas, anything else as JSON).
+/// lists joined with commas, anything else as JSON); the title and the
+/// description are shown above the table.
 fn frontmatter_rows(json: Option<&str>) -> Vec<(String, String)> {
     let Some(Value::Object(map)) = json.and_then(|j| serde_json::from_str(j).ok()) else {
         return Vec::new();
     };
     map.into_iter()
+        .filter(|(key, _)| key != "title" && key != "description")
         .map(|(key, value)| {
             let text = match value {
                 Value::String(s) => s,
@@ -393,21 +397,26 @@ pub(super) async fn document(State(viewer): State<Arc<Viewer>>, request: Request
     };
     let lookup = key.clone();
     let answered = read(&viewer.store, move |r| {
-        let seq = r.seq()?;
-        let Some(meta) = r.meta(&lookup)? else {
-            return Ok(None);
-        };
-        let fetched = r.get(&lookup, MAX_RENDERED_BYTES)?;
-        let body = match fetched {
-            Some(Fetched::Document(doc)) if doc.is_text => Some(doc.body),
-            _ => None,
-        };
-        let rendered = body.as_ref().map(|body| {
-            let text = String::from_utf8_lossy(body);
-            let markdown = crate::frontmatter::split(&text).map_or(&*text, |(_, body)| body);
-            render::render(&lookup, markdown, |k| r.exists(k).unwrap_or(false))
-        });
-        Ok(Some((seq, meta, body, rendered)))
+        // One read transaction: the document and its links' state agree.
+        r.in_transaction(|| {
+            let seq = r.seq()?;
+            let Some(meta) = r.meta(&lookup)? else {
+                return Ok(None);
+            };
+            let fetched = r.get(&lookup, MAX_RENDERED_BYTES)?;
+            let body = match fetched {
+                Some(Fetched::Document(doc)) if doc.is_text => Some(doc.body),
+                _ => None,
+            };
+            let rendered = body.as_ref().map(|body| {
+                let text = String::from_utf8_lossy(body);
+                let markdown = crate::frontmatter::split(&text).map_or(&*text, |(_, body)| body);
+                render::render(&lookup, markdown, &meta.title, |k| {
+                    r.exists(k).unwrap_or(false)
+                })
+            });
+            Ok(Some((seq, meta, body, rendered)))
+        })
     })
     .await;
     let (seq, meta, body, markdown) = match answered {
@@ -425,9 +434,6 @@ pub(super) async fn document(State(viewer): State<Arc<Viewer>>, request: Request
         crumbs: crumbs(key.prefix, folders),
         uri: uri::format(&key),
         source_path: format!("{key}.md"),
-        show_title: toc
-            .first()
-            .is_none_or(|h| h.level != 1 || h.text != meta.title),
         title: meta.title.clone(),
         description: meta.description.clone(),
         size: human_size(meta.size),

@@ -120,14 +120,33 @@ pub fn resolve(from: &DocKey, href: &str) -> Target {
 }
 
 /// Renders `markdown`, the body of the document `from`. `exists` says
-/// whether a linked document is in the store.
-pub fn render(from: &DocKey, markdown: &str, exists: impl Fn(&DocKey) -> bool) -> Rendered {
+/// whether a linked document is in the store. A first heading of level 1
+/// whose text is `title` is left out: the page shows the title above.
+pub fn render(
+    from: &DocKey,
+    markdown: &str,
+    title: &str,
+    exists: impl Fn(&DocKey) -> bool,
+) -> Rendered {
     let options = Options::ENABLE_TABLES
         | Options::ENABLE_TASKLISTS
         | Options::ENABLE_STRIKETHROUGH
         | Options::ENABLE_FOOTNOTES;
     let mut events: Vec<Event> = Parser::new_ext(markdown, options).collect();
-    let headings = anchor_headings(&mut events);
+    let mut headings = anchor_headings(&mut events);
+    if headings
+        .first()
+        .is_some_and(|h| h.level == 1 && h.text == title.trim())
+        && let Some(start) = events
+            .iter()
+            .position(|e| matches!(e, Event::Start(Tag::Heading { .. })))
+        && let Some(len) = events[start..]
+            .iter()
+            .position(|e| matches!(e, Event::End(TagEnd::Heading(_))))
+    {
+        events.drain(start..=start + len);
+        headings.remove(0);
+    }
     // For each open link, whether its start tag was rewritten (so its end must be).
     let mut rewritten: Vec<bool> = Vec::new();
     for event in events.iter_mut() {
@@ -343,6 +362,7 @@ mod tests {
              [click](javascript:window.pwned=1) <a href=\"javascript:alert(1)\" onclick=\"x()\">a</a>\n\n\
              <iframe src=\"https://example.com\"></iframe><style>body{}</style>\n\n\
              <h2 id=\"top\">Top</h2>",
+            "Evil",
             |_| true,
         )
         .html;
@@ -364,7 +384,7 @@ mod tests {
     fn gfm_and_headings() {
         let md = "# Title\n\n## Sync & Offline\n\n## Sync & Offline\n\n\
                   | a | b |\n|---|---|\n| 1 | 2 |\n\n- [x] done\n- [ ] todo\n\n~~old~~\n\n```rust\nfn x() {}\n```\n";
-        let rendered = render(&key("features/F"), md, |_| true);
+        let rendered = render(&key("features/F"), md, "Other", |_| true);
         let anchors: Vec<&str> = rendered
             .headings
             .iter()
@@ -374,6 +394,11 @@ mod tests {
             anchors,
             ["md-title", "md-sync-offline", "md-sync-offline-2"]
         );
+        // The title heading is left out when the page shows it already.
+        let titled = render(&key("features/F"), md, "Title", |_| true);
+        assert_eq!(titled.headings.len(), 2);
+        assert!(!titled.html.contains("<h1"), "{}", titled.html);
+        assert!(titled.html.contains("<h2 id=\"md-sync-offline\">"));
         for expected in [
             "<h2 id=\"md-sync-offline\">",
             "<table>",
@@ -396,6 +421,7 @@ mod tests {
         let html = render(
             &key("features/FEAT-001"),
             "[two](FEAT-002.md) [gone](FEAT-404.md) [adr](../docs/adr/0006.md#context) [uri](orchestra://notes/x)",
+            "",
             |k| k.id != "FEAT-404",
         )
         .html;

@@ -192,7 +192,7 @@ fn the_viewer_in_a_real_browser() {
         // A relative link, then an orchestra:// link back.
         click(&client, "article a[href='/doc/features/FEAT-002']").await;
         wait_until(&client, "the relative link", "return location.pathname === '/doc/features/FEAT-002'").await;
-        assert_eq!(text(&client, "article h1").await, "Photo attachments");
+        assert_eq!(text(&client, "h1.doc-title").await, "Photo attachments");
         click(&client, "article a[href='/doc/features/FEAT-001']").await;
         wait_until(&client, "the orchestra:// link", "return location.pathname === '/doc/features/FEAT-001'").await;
         // A link to a missing document is marked, not dead.
@@ -248,7 +248,7 @@ fn the_viewer_in_a_real_browser() {
         wait_until(
             &client,
             "the page updated",
-            "const h = document.querySelector('article h1'); return h !== null && h.textContent === 'Long read, edited'",
+            "const h = document.querySelector('h1.doc-title'); return h !== null && h.textContent === 'Long read, edited'",
         )
         .await;
         assert_eq!(eval(&client, "return window.marker").await, json!(42));
@@ -265,6 +265,13 @@ fn the_viewer_in_a_real_browser() {
             "return document.querySelector(\"a[href='/doc/notes/zz-new']\") !== null",
         )
         .await;
+
+        // Idle, a page makes no request (the stream's keep-alives are not
+        // requests).
+        let requests = "return performance.getEntriesByType('resource').length";
+        let before = eval(&client, requests).await;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        assert_eq!(eval(&client, requests).await, before);
 
         if let Ok(dir) = std::env::var("ORCHESTRA_SCREENSHOT_DIR") {
             client.goto(&format!("{base}/doc/features/FEAT-001")).await.unwrap();
