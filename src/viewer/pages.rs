@@ -357,6 +357,8 @@ struct DocPage {
     toc: Vec<Heading>,
     /// The rendered Markdown; `None` for a binary or too large document.
     html: Option<String>,
+    /// Text, but more than a page renders.
+    too_large: bool,
     source: Option<String>,
     raw_href: String,
 }
@@ -441,6 +443,7 @@ pub(super) async fn document(State(viewer): State<Arc<Viewer>>, request: Request
         updated: date(meta.mtime_ns),
         frontmatter: frontmatter_rows(meta.frontmatter.as_deref()),
         toc,
+        too_large: html.is_none() && meta.is_text,
         html,
         source: body.map(|b| String::from_utf8_lossy(&b).into_owned()),
         raw_href: format!("/raw/{}", uri_path(&key)),
@@ -494,7 +497,7 @@ pub async fn search_page(store: Store, pairs: Vec<(String, String)>) -> Response
         match name.as_str() {
             "q" => query = value,
             "under" => under_text = value.trim().to_string(),
-            "where" => where_texts.extend(value.split_whitespace().map(str::to_string)),
+            "where" => where_texts.extend(split_filters(&value)),
             "cursor" if !value.is_empty() => cursor = Some(value),
             _ => {}
         }
@@ -574,6 +577,23 @@ pub async fn search_page(store: Store, pairs: Vec<(String, String)>) -> Response
     rendered(StatusCode::OK, page.render())
 }
 
+/// The `where` box: `status=open owner=Priya Raman` → `status=open`,
+/// `owner=Priya Raman`. A word with `=` starts a filter; other words belong
+/// to the value before them.
+fn split_filters(text: &str) -> Vec<String> {
+    let mut filters: Vec<String> = Vec::new();
+    for word in text.split_whitespace() {
+        match filters.last_mut() {
+            Some(last) if !word.contains('=') => {
+                last.push(' ');
+                last.push_str(word);
+            }
+            _ => filters.push(word.to_string()),
+        }
+    }
+    filters
+}
+
 fn hit_row(hit: &Hit) -> HitRow {
     HitRow {
         href: doc_path(&hit.key),
@@ -605,5 +625,10 @@ mod tests {
             ]
         );
         assert_eq!(date(0), "1970-01-01 00:00 UTC");
+        assert_eq!(
+            split_filters(" status=open  owner=Priya Raman tags=x"),
+            ["status=open", "owner=Priya Raman", "tags=x"]
+        );
+        assert_eq!(split_filters("loose words"), ["loose words"]);
     }
 }

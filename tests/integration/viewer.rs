@@ -402,3 +402,19 @@ fn live_updates_name_each_import_by_its_sequence_and_resume_after_it() {
         serde_json::json!(["~features/FEAT-002", "-notes/evil"])
     );
 }
+
+#[test]
+fn a_text_too_large_to_render_is_offered_as_a_download() {
+    let p = Project::new();
+    let big = "word ".repeat(1_000_000);
+    p.file("notes/big.md", &big);
+    p.import(&[]).assert_success();
+    let server = HttpServer::start(&p, &[]);
+    let doc = page(&server, "/doc/notes/big");
+    doc.expect(200);
+    assert_contains(
+        &doc,
+        &[r#"Too large to show here: 5000000 bytes. <a href="/raw/notes/big" download>"#],
+    );
+    assert_eq!(page(&server, "/raw/notes/big").body, big.as_bytes());
+}
