@@ -116,6 +116,50 @@ pub fn parse(uri: &str) -> Result<DocKey, UriError> {
     Ok(DocKey { prefix, id })
 }
 
+/// A document URI that may name a past version: `orchestra://…?version=N`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Versioned {
+    pub key: DocKey,
+    /// `None`: the current version.
+    pub version: Option<u32>,
+}
+
+/// Why a string is not a (possibly versioned) document URI.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum VersionedError {
+    #[error(transparent)]
+    Uri(#[from] UriError),
+    #[error("the only query a document uri takes is ?version=N, N a version number from 1")]
+    BadQuery,
+}
+
+/// The document and version named by `uri`: a document URI, optionally with
+/// `?version=N` (N ≥ 1, decimal). No fragment, no other query.
+pub fn parse_versioned(uri: &str) -> Result<Versioned, VersionedError> {
+    let Some((base, query)) = uri.split_once('?') else {
+        return Ok(Versioned {
+            key: parse(uri)?,
+            version: None,
+        });
+    };
+    let key = parse(base)?;
+    let number = query
+        .strip_prefix("version=")
+        .filter(|n| !n.is_empty() && n.len() <= 9 && n.bytes().all(|b| b.is_ascii_digit()))
+        .and_then(|n| n.parse::<u32>().ok())
+        .filter(|&n| n >= 1)
+        .ok_or(VersionedError::BadQuery)?;
+    Ok(Versioned {
+        key,
+        version: Some(number),
+    })
+}
+
+/// The canonical URI of version `version` of `key`.
+pub fn format_versioned(key: &DocKey, version: u32) -> String {
+    format!("{}?version={version}", format(key))
+}
+
 /// RFC 3986 `scheme`; anything else before the first `:` means there is no scheme.
 fn is_scheme_syntax(s: &str) -> bool {
     let mut bytes = s.bytes();
@@ -209,6 +253,40 @@ mod tests {
     fn check(uri: &str, expected: Expected) {
         let expected = expected.map(|(prefix, id)| DocKey::new(prefix, id));
         assert_eq!(parse(uri), expected, "parse({uri:?})");
+    }
+
+    #[test]
+    fn versioned_uris() {
+        let feat = DocKey::new(Prefix::Features, "FEAT-001");
+        let cases: &[(&str, Option<Option<u32>>)] = &[
+            ("orchestra://features/FEAT-001", Some(None)),
+            ("orchestra://features/FEAT-001?version=3", Some(Some(3))),
+            ("orchestra://features/%46EAT-001?version=12", Some(Some(12))),
+            ("orchestra://features/FEAT-001?version=0", None),
+            ("orchestra://features/FEAT-001?version=", None),
+            ("orchestra://features/FEAT-001?version=-1", None),
+            ("orchestra://features/FEAT-001?version=1&x=2", None),
+            ("orchestra://features/FEAT-001?v=1", None),
+            ("orchestra://features/FEAT-001?version=99999999999", None),
+            ("orchestra://features/FEAT-001?version=1#x", None),
+        ];
+        for (uri, expected) in cases {
+            let got = parse_versioned(uri).ok().map(|v| {
+                assert_eq!(v.key, feat, "{uri}");
+                v.version
+            });
+            assert_eq!(got, *expected, "{uri}");
+        }
+        assert_eq!(
+            format_versioned(&feat, 3),
+            "orchestra://features/FEAT-001?version=3"
+        );
+        assert_eq!(
+            parse_versioned(&format_versioned(&feat, 7))
+                .unwrap()
+                .version,
+            Some(7)
+        );
     }
 
     #[track_caller]

@@ -1,4 +1,4 @@
-//! The one write transaction of an import: documents, their search index and frontmatter fields, and the feed rows, committed together.
+//! The one write transaction of an import: documents, their versions, their search index and frontmatter fields, and the feed rows, committed together.
 
 use anyhow::{Context, Result};
 use r2d2::PooledConnection;
@@ -6,7 +6,7 @@ use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::params;
 
 use super::feed::kind_code;
-use super::{FEED_IMPORTS, NewDocument, Stats, load_stats, search};
+use super::{FEED_IMPORTS, NewDocument, Stats, history, load_stats, search};
 use crate::doc::{ChangeKind, DocKey};
 
 /// The one transaction of an import. Dropped without [`ImportTx::commit`], it
@@ -38,6 +38,15 @@ impl ImportTx {
         if !self.bulk {
             search::unindex(&self.conn, &doc.key)?;
         }
+        history::record_put(
+            &self.conn,
+            &doc.key,
+            &doc.stat.hash,
+            doc.stat.size,
+            &doc.title,
+            doc.is_text,
+            self.seq,
+        )?;
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO documents
                 (prefix, id, size, mtime_ns, hash, is_text, title, description, frontmatter, seq, body,
@@ -89,6 +98,7 @@ impl ImportTx {
         if !self.bulk {
             search::unindex(&self.conn, key)?;
         }
+        history::record_remove(&self.conn, key, self.seq)?;
         self.conn
             .prepare_cached("DELETE FROM documents WHERE prefix = ?1 AND id = ?2")?
             .execute(params![key.prefix.as_str(), key.id])?;

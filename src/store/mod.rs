@@ -20,6 +20,7 @@
 
 mod browse;
 mod feed;
+mod history;
 mod import_tx;
 mod search;
 
@@ -35,6 +36,7 @@ use crate::doc::{DocKey, Prefix};
 
 pub use browse::{DocMeta, PrefixStats, StoreStats};
 pub use feed::{ChangeBatch, ChangeWatcher};
+pub use history::{HistoryStats, PruneReport, PruneRules, Version, VersionBody};
 pub use import_tx::ImportTx;
 pub use search::{Hit, SNIPPET_CHARS, SearchPage};
 
@@ -65,6 +67,10 @@ const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         sql: include_str!("../../migrations/0005_imports.sql"),
+        then: None,
+    },
+    Migration {
+        sql: include_str!("../../migrations/0006_history.sql"),
         then: None,
     },
 ];

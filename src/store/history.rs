@@ -1,0 +1,546 @@
+//! Document history in SQL: the versions an import records as it writes, the bytes of past versions (once per distinct body, zstd-compressed), reading a version back, and pruning.
+//!
+//! Every version of a document has a row in `versions` (migration 0006),
+//! the current one included; a removal is a version without a body. The
+//! current version's bytes live in `documents.body` as always, so reads of
+//! the current document cost what they cost without history; when an import
+//! replaces or removes a document, its old bytes move to `bodies`, keyed by
+//! hash, before they are overwritten. A version's bytes are therefore in
+//! `documents` (its hash is the current one's) or in `bodies`.
+
+use anyhow::{Context, Result, bail};
+use rusqlite::{Connection, OptionalExtension, params};
+
+use super::{Reader, Store};
+use crate::doc::DocKey;
+
+/// The zstd level of stored bodies: level 9 compresses Markdown about as
+/// well as 19 at a tenth of the time.
+const ZSTD_LEVEL: i32 = 9;
+
+/// One version of a document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Version {
+    pub key: DocKey,
+    pub number: u32,
+    /// `None` for a removal.
+    pub hash: Option<[u8; 32]>,
+    pub size: u64,
+    pub title: String,
+    pub is_text: bool,
+    /// The import that made it, and when it committed (if recorded).
+    pub seq: i64,
+    pub committed_ms: Option<i64>,
+    /// The document as it is now (the newest version of a document that exists).
+    pub current: bool,
+}
+
+impl Version {
+    pub fn removed(&self) -> bool {
+        self.hash.is_none()
+    }
+}
+
+/// A version and its bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VersionBody {
+    pub version: Version,
+    pub body: Vec<u8>,
+}
+
+/// What the history holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct HistoryStats {
+    /// Version rows, current ones and removals included.
+    pub versions: u64,
+    /// Documents with more than one version.
+    pub documents_with_history: u64,
+    /// Distinct past bodies stored, their bytes as stored and uncompressed.
+    pub bodies: u64,
+    pub stored_bytes: u64,
+    pub raw_bytes: u64,
+}
+
+/// Which past versions `prune` removes: those that every given rule lets
+/// go. The current version of a document is always kept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PruneRules {
+    /// Keep this many newest versions of each document (the current one
+    /// counts).
+    pub keep: Option<u32>,
+    /// Keep versions made by an import at or after this time (ms since the
+    /// epoch).
+    pub keep_since_ms: Option<i64>,
+}
+
+/// What a prune removed (or, dry, would remove).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PruneReport {
+    pub versions: u64,
+    pub bodies: u64,
+    /// Bytes of the removed bodies as stored.
+    pub stored_bytes: u64,
+}
+
+fn key_args(key: &DocKey) -> (&'static str, &str) {
+    (key.prefix.as_str(), key.id.as_str())
+}
+
+/// The number the next version of `key` gets.
+fn next_version(conn: &Connection, key: &DocKey) -> Result<i64> {
+    let (prefix, id) = key_args(key);
+    Ok(conn
+        .prepare_cached(
+            "SELECT coalesce(max(version), 0) + 1 FROM versions WHERE prefix = ?1 AND id = ?2",
+        )?
+        .query_row(params![prefix, id], |r| r.get(0))?)
+}
+
+/// Keeps the stored document `key`'s current bytes in `bodies` (unless that
+/// body is there already, or its hash is `unless`): they are about to be
+/// overwritten or deleted. Returns the stored title, if the document exists.
+fn archive_current(
+    conn: &Connection,
+    key: &DocKey,
+    unless: Option<&[u8]>,
+) -> Result<Option<String>> {
+    let (prefix, id) = key_args(key);
+    let mut stmt = conn.prepare_cached(
+        "SELECT hash, title, EXISTS (SELECT 1 FROM bodies b WHERE b.hash = d.hash)
+         FROM documents d WHERE prefix = ?1 AND id = ?2",
+    )?;
+    let Some((hash, title, archived)) = stmt
+        .query_row(params![prefix, id], |r| {
+            Ok((
+                r.get::<_, Vec<u8>>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, bool>(2)?,
+            ))
+        })
+        .optional()?
+    else {
+        return Ok(None);
+    };
+    if archived || unless == Some(&hash[..]) {
+        return Ok(Some(title));
+    }
+    let body: Vec<u8> = conn
+        .prepare_cached("SELECT body FROM documents WHERE prefix = ?1 AND id = ?2")?
+        .query_row(params![prefix, id], |r| r.get(0))?;
+    let compressed = zstd::bulk::compress(&body, ZSTD_LEVEL).context("cannot compress a body")?;
+    conn.prepare_cached("INSERT INTO bodies (hash, size, zstd) VALUES (?1, ?2, ?3)")?
+        .execute(params![hash, body.len() as i64, compressed])?;
+    Ok(Some(title))
+}
+
+/// Records a new version of `key` (new, or bytes changed), before the
+/// document row is written: the old bytes are kept first.
+pub(super) fn record_put(
+    conn: &Connection,
+    key: &DocKey,
+    hash: &[u8; 32],
+    size: u64,
+    title: &str,
+    is_text: bool,
+    seq: i64,
+) -> Result<()> {
+    let (prefix, id) = key_args(key);
+    let unchanged = conn
+        .prepare_cached("SELECT 1 FROM documents WHERE prefix = ?1 AND id = ?2 AND hash = ?3")?
+        .exists(params![prefix, id, &hash[..]])?;
+    if unchanged {
+        // The same bytes again (metadata only): not a new version.
+        return Ok(());
+    }
+    archive_current(conn, key, Some(hash))?;
+    let number = next_version(conn, key)?;
+    conn.prepare_cached(
+        "INSERT INTO versions (prefix, id, version, hash, size, title, is_text, seq)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+    )?
+    .execute(params![
+        prefix,
+        id,
+        number,
+        &hash[..],
+        size as i64,
+        title,
+        is_text,
+        seq
+    ])?;
+    Ok(())
+}
+
+/// Records the removal of `key`, before its row is deleted: its bytes are
+/// kept, and a version without a body says when it went.
+pub(super) fn record_remove(conn: &Connection, key: &DocKey, seq: i64) -> Result<()> {
+    let Some(title) = archive_current(conn, key, None)? else {
+        return Ok(());
+    };
+    let number = next_version(conn, key)?;
+    let (prefix, id) = key_args(key);
+    conn.prepare_cached(
+        "INSERT INTO versions (prefix, id, version, hash, size, title, is_text, seq)
+         VALUES (?1, ?2, ?3, NULL, 0, ?4, 0, ?5)",
+    )?
+    .execute(params![prefix, id, number, title, seq])?;
+    Ok(())
+}
+
+const VERSION_COLUMNS: &str =
+    "v.version, v.hash, v.size, v.title, v.is_text, v.seq, i.committed_ms,
+     v.version = (SELECT max(version) FROM versions m WHERE m.prefix = v.prefix AND m.id = v.id)
+     AND EXISTS (SELECT 1 FROM documents d WHERE d.prefix = v.prefix AND d.id = v.id)";
+
+fn version_from_row(key: &DocKey, r: &rusqlite::Row) -> rusqlite::Result<Version> {
+    let hash: Option<Vec<u8>> = r.get(1)?;
+    Ok(Version {
+        key: key.clone(),
+        number: r.get(0)?,
+        hash: hash.map(|h| h.try_into().unwrap_or([0; 32])),
+        size: r.get::<_, i64>(2)? as u64,
+        title: r.get(3)?,
+        is_text: r.get(4)?,
+        seq: r.get(5)?,
+        committed_ms: r.get(6)?,
+        current: r.get(7)?,
+    })
+}
+
+impl Reader {
+    /// Up to `limit` versions of `key`, newest first, those below `before`
+    /// when given (a keyset page). Empty when the key never existed.
+    pub fn history(&self, key: &DocKey, before: Option<u32>, limit: usize) -> Result<Vec<Version>> {
+        let (prefix, id) = key_args(key);
+        let sql = format!(
+            "SELECT {VERSION_COLUMNS} FROM versions v LEFT JOIN imports i ON i.seq = v.seq
+             WHERE v.prefix = ?1 AND v.id = ?2 AND v.version < ?3
+             ORDER BY v.version DESC LIMIT ?4"
+        );
+        let mut stmt = self.conn.prepare_cached(&sql)?;
+        let before = before.map_or(i64::MAX, i64::from);
+        let versions = stmt
+            .query_map(params![prefix, id, before, limit as i64], |r| {
+                version_from_row(key, r)
+            })?
+            .collect::<rusqlite::Result<_>>()?;
+        Ok(versions)
+    }
+
+    /// Version `number` of `key` and its bytes; `None` when there is no such
+    /// version or it is a removal (nothing to read).
+    pub fn version(&self, key: &DocKey, number: u32) -> Result<Option<VersionBody>> {
+        self.in_transaction(|| {
+            let (prefix, id) = key_args(key);
+            let sql = format!(
+                "SELECT {VERSION_COLUMNS} FROM versions v LEFT JOIN imports i ON i.seq = v.seq
+                 WHERE v.prefix = ?1 AND v.id = ?2 AND v.version = ?3"
+            );
+            let version = self
+                .conn
+                .prepare_cached(&sql)?
+                .query_row(params![prefix, id, number], |r| version_from_row(key, r))
+                .optional()?;
+            let Some(version) = version else {
+                return Ok(None);
+            };
+            let Some(hash) = version.hash else {
+                return Ok(None);
+            };
+            let current: Option<Vec<u8>> = self
+                .conn
+                .prepare_cached(
+                    "SELECT body FROM documents WHERE prefix = ?1 AND id = ?2 AND hash = ?3",
+                )?
+                .query_row(params![prefix, id, &hash[..]], |r| r.get(0))
+                .optional()?;
+            let body = match current {
+                Some(body) => body,
+                None => {
+                    let stored: Option<(i64, Vec<u8>)> = self
+                        .conn
+                        .prepare_cached("SELECT size, zstd FROM bodies WHERE hash = ?1")?
+                        .query_row([&hash[..]], |r| Ok((r.get(0)?, r.get(1)?)))
+                        .optional()?;
+                    let Some((size, compressed)) = stored else {
+                        bail!("the history of {key} lacks the bytes of version {number}");
+                    };
+                    zstd::bulk::decompress(&compressed, size as usize)
+                        .with_context(|| format!("cannot read version {number} of {key}"))?
+                }
+            };
+            Ok(Some(VersionBody { version, body }))
+        })
+    }
+
+    /// The version numbers of `key` whose decimal form begins with `typed`,
+    /// newest first, at most `limit`, and how many there are in all.
+    pub fn complete_versions(
+        &self,
+        key: &DocKey,
+        typed: &str,
+        limit: usize,
+    ) -> Result<(Vec<u32>, u64)> {
+        let (prefix, id) = key_args(key);
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT version FROM versions WHERE prefix = ?1 AND id = ?2 AND hash IS NOT NULL
+             AND CAST(version AS TEXT) LIKE ?3 || '%' ESCAPE '\\'
+             ORDER BY version DESC",
+        )?;
+        // Only digits can begin a version number.
+        if !typed.bytes().all(|b| b.is_ascii_digit()) {
+            return Ok((Vec::new(), 0));
+        }
+        let all: Vec<u32> = stmt
+            .query_map(params![prefix, id, typed], |r| r.get(0))?
+            .collect::<rusqlite::Result<_>>()?;
+        let total = all.len() as u64;
+        Ok((all.into_iter().take(limit).collect(), total))
+    }
+
+    /// How many versions and stored bodies the history holds, and their size.
+    pub fn history_stats(&self) -> Result<HistoryStats> {
+        self.in_transaction(|| {
+            let (versions, documents_with_history): (i64, i64) = self.conn.query_row(
+                "SELECT count(*), (SELECT count(*) FROM versions WHERE version = 2) FROM versions",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )?;
+            let (bodies, stored, raw): (i64, i64, i64) = self.conn.query_row(
+                "SELECT count(*), coalesce(sum(length(zstd)), 0), coalesce(sum(size), 0) FROM bodies",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )?;
+            Ok(HistoryStats {
+                versions: versions as u64,
+                documents_with_history: documents_with_history as u64,
+                bodies: bodies as u64,
+                stored_bytes: stored as u64,
+                raw_bytes: raw as u64,
+            })
+        })
+    }
+}
+
+impl Store {
+    /// Removes the past versions `rules` let go, and the stored bodies no
+    /// version needs any more, in one transaction; with `dry_run`, only
+    /// says what it would remove.
+    pub fn prune(&self, rules: &PruneRules, dry_run: bool) -> Result<PruneReport> {
+        if rules.keep.is_none() && rules.keep_since_ms.is_none() {
+            bail!("prune needs a rule: --keep N, --older-than DURATION, or both");
+        }
+        let conn = self
+            .pool
+            .get()
+            .context("no database connection available")?;
+        conn.execute_batch("BEGIN IMMEDIATE")
+            .with_context(|| format!("cannot write to the database {}", self.path.display()))?;
+        let report = prune_in_transaction(&conn, rules);
+        let finish = match (&report, dry_run) {
+            (Ok(_), false) => "COMMIT",
+            _ => "ROLLBACK",
+        };
+        conn.execute_batch(finish)?;
+        report
+    }
+}
+
+fn prune_in_transaction(conn: &Connection, rules: &PruneRules) -> Result<PruneReport> {
+    // A version goes when it is not current and every rule lets it go.
+    let mut conditions = vec![
+        "NOT (v.version = (SELECT max(version) FROM versions m WHERE m.prefix = v.prefix AND m.id = v.id)
+              AND EXISTS (SELECT 1 FROM documents d WHERE d.prefix = v.prefix AND d.id = v.id))"
+            .to_string(),
+    ];
+    if let Some(keep) = rules.keep {
+        conditions.push(format!(
+            "(SELECT count(*) FROM versions n WHERE n.prefix = v.prefix AND n.id = v.id
+              AND n.version > v.version) >= {keep}"
+        ));
+    }
+    if let Some(since) = rules.keep_since_ms {
+        conditions.push(format!(
+            "coalesce((SELECT committed_ms FROM imports i WHERE i.seq = v.seq), 0) < {since}"
+        ));
+    }
+    let doomed = format!(
+        "SELECT prefix, id, version FROM versions v WHERE {}",
+        conditions.join(" AND ")
+    );
+    conn.execute_batch(&format!(
+        "CREATE TEMP TABLE IF NOT EXISTS prune_doomed (prefix TEXT, id TEXT, version INTEGER);
+         DELETE FROM temp.prune_doomed;
+         INSERT INTO temp.prune_doomed {doomed};"
+    ))?;
+    let versions: i64 =
+        conn.query_row("SELECT count(*) FROM temp.prune_doomed", [], |r| r.get(0))?;
+    conn.execute_batch(
+        "DELETE FROM versions WHERE (prefix, id, version) IN
+             (SELECT prefix, id, version FROM temp.prune_doomed);
+         DELETE FROM temp.prune_doomed;",
+    )?;
+    // Bodies that no remaining version names, or that only the current
+    // documents name (their bytes are in `documents`).
+    let unneeded = "SELECT rowid FROM bodies b WHERE NOT EXISTS (
+             SELECT 1 FROM versions v WHERE v.hash = b.hash
+             AND NOT EXISTS (SELECT 1 FROM documents d
+                             WHERE d.prefix = v.prefix AND d.id = v.id AND d.hash = v.hash))";
+    let (bodies, stored): (i64, i64) = conn.query_row(
+        &format!("SELECT count(*), coalesce(sum(length(zstd)), 0) FROM bodies WHERE rowid IN ({unneeded})"),
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    conn.execute(
+        &format!("DELETE FROM bodies WHERE rowid IN ({unneeded})"),
+        [],
+    )?;
+    Ok(PruneReport {
+        versions: versions as u64,
+        bodies: bodies as u64,
+        stored_bytes: stored as u64,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{FileStat, NewDocument};
+    use super::*;
+    use crate::doc::Prefix;
+
+    fn import(store: &Store, docs: &[(&str, Option<&str>)]) {
+        let tx = store.begin_import("/project", false).unwrap();
+        for (id, body) in docs {
+            let key = DocKey::new(Prefix::Notes, *id);
+            match body {
+                Some(body) => tx
+                    .put(&NewDocument {
+                        key,
+                        stat: FileStat {
+                            size: body.len() as u64,
+                            mtime_ns: 1,
+                            hash: *blake3::hash(body.as_bytes()).as_bytes(),
+                        },
+                        is_text: true,
+                        title: body.lines().next().unwrap_or_default().to_string(),
+                        description: None,
+                        frontmatter: None,
+                        body: body.as_bytes().to_vec(),
+                    })
+                    .unwrap(),
+                None => tx.remove(&key).unwrap(),
+            }
+        }
+        tx.commit(true).unwrap();
+    }
+
+    #[test]
+    fn every_version_reads_back_and_reverts_share_their_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(&dir.path().join("o.db")).unwrap();
+        let key = DocKey::new(Prefix::Notes, "a");
+        let (one, two) = ("# One\nfirst", "# Two\nsecond");
+        import(&store, &[("a", Some(one)), ("b", Some(one))]);
+        import(&store, &[("a", Some(two))]);
+        import(&store, &[("a", Some(one))]);
+        import(&store, &[("a", None)]);
+        let r = store.reader().unwrap();
+        let history = r.history(&key, None, 10).unwrap();
+        let numbers: Vec<(u32, bool, bool)> = history
+            .iter()
+            .map(|v| (v.number, v.removed(), v.current))
+            .collect();
+        assert_eq!(
+            numbers,
+            [
+                (4, true, false),
+                (3, false, false),
+                (2, false, false),
+                (1, false, false)
+            ]
+        );
+        assert_eq!(history[2].title, "# Two");
+        for (number, expected) in [(1, one), (2, two), (3, one)] {
+            let read = r.version(&key, number).unwrap().unwrap();
+            assert_eq!(read.body, expected.as_bytes(), "version {number}");
+        }
+        assert!(
+            r.version(&key, 4).unwrap().is_none(),
+            "a removal has no bytes"
+        );
+        assert!(r.version(&key, 5).unwrap().is_none());
+        // `one` is stored once for a, b and the revert; `two` once.
+        let stats = r.history_stats().unwrap();
+        assert_eq!((stats.versions, stats.bodies), (5, 2));
+        // Keyset pages of the history.
+        let older: Vec<u32> = r
+            .history(&key, Some(3), 10)
+            .unwrap()
+            .iter()
+            .map(|v| v.number)
+            .collect();
+        assert_eq!(older, [2, 1]);
+        let (numbers, total) = r.complete_versions(&key, "", 10).unwrap();
+        assert_eq!((numbers, total), (vec![3, 2, 1], 3));
+        assert_eq!(r.complete_versions(&key, "2", 10).unwrap().0, [2]);
+        assert_eq!(r.complete_versions(&key, "x", 10).unwrap().1, 0);
+        // The same bytes again are not a new version.
+        import(&store, &[("b", Some(one))]);
+        let b = DocKey::new(Prefix::Notes, "b");
+        assert_eq!(r.history(&b, None, 10).unwrap().len(), 1);
+        assert!(r.history(&b, None, 10).unwrap()[0].current);
+    }
+
+    #[test]
+    fn prune_keeps_the_current_version_and_what_the_rules_protect() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(&dir.path().join("o.db")).unwrap();
+        let key = DocKey::new(Prefix::Notes, "a");
+        for i in 1..=5 {
+            import(&store, &[("a", Some(&format!("# V{i}\nbody {i}")))]);
+        }
+        let keep2 = PruneRules {
+            keep: Some(2),
+            keep_since_ms: None,
+        };
+        let dry = store.prune(&keep2, true).unwrap();
+        assert_eq!(dry.versions, 3);
+        let r = store.reader().unwrap();
+        assert_eq!(
+            r.history(&key, None, 10).unwrap().len(),
+            5,
+            "a dry run writes nothing"
+        );
+        let done = store.prune(&keep2, false).unwrap();
+        assert_eq!(done, dry);
+        let left: Vec<u32> = r
+            .history(&key, None, 10)
+            .unwrap()
+            .iter()
+            .map(|v| v.number)
+            .collect();
+        assert_eq!(left, [5, 4]);
+        assert_eq!(r.version(&key, 4).unwrap().unwrap().body, b"# V4\nbody 4");
+        assert!(r.version(&key, 3).unwrap().is_none());
+        assert_eq!(
+            r.history_stats().unwrap().bodies,
+            1,
+            "only version 4's bytes"
+        );
+        // Everything is recent: a time rule alone removes nothing.
+        let recent = PruneRules {
+            keep: None,
+            keep_since_ms: Some(0),
+        };
+        assert_eq!(store.prune(&recent, false).unwrap().versions, 0);
+        // Keep 1: the current version stays.
+        let keep1 = PruneRules {
+            keep: Some(1),
+            keep_since_ms: None,
+        };
+        assert_eq!(store.prune(&keep1, false).unwrap().versions, 1);
+        assert_eq!(r.version(&key, 5).unwrap().unwrap().body, b"# V5\nbody 5");
+        assert_eq!(r.history_stats().unwrap().bodies, 0);
+        assert!(store.prune(&PruneRules::default(), true).is_err());
+    }
+}
