@@ -12,6 +12,10 @@
 //! little-endian u64 offset (ranked hits) or `b'k'` and a key as above (hits
 //! in key order) ‖ the same checksum. A cursor of another search is refused,
 //! never applied to this one.
+//!
+//! History cursors: `b"h1"` ‖ 8 bytes of the blake3 hash of the document's
+//! key ‖ the little-endian u32 version the next page starts below ‖ the
+//! checksum.
 
 use base64::Engine;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
@@ -23,6 +27,8 @@ use crate::doc::{DocKey, Prefix, is_valid_id};
 const TAG: &[u8] = b"o1";
 /// Format tag of search cursors.
 const SEARCH_TAG: &[u8] = b"s1";
+/// Format tag of history cursors.
+const HISTORY_TAG: &[u8] = b"h1";
 const CHECKSUM_LEN: usize = 4;
 /// Longest cursor `decode` looks at, in bytes. Valid cursors stay under 1.5 KiB.
 const MAX_CURSOR_LEN: usize = 4096;
@@ -50,6 +56,8 @@ pub enum CursorError {
     InvalidId,
     #[error("invalid cursor: it belongs to another search; repeat the search without a cursor")]
     OtherSearch,
+    #[error("invalid cursor: it belongs to another document's history; ask again without a cursor")]
+    OtherDocument,
 }
 
 /// The cursor that resumes a listing right after `after`.
@@ -122,6 +130,35 @@ pub fn decode_search(cursor: &str, query: &[u8; 8]) -> Result<SearchResume, Curs
     }
 }
 
+/// The cursor of the next page of `key`'s history: versions before `before`.
+pub fn encode_history(key: &DocKey, before: u32) -> String {
+    let mut payload = Vec::with_capacity(24);
+    payload.extend_from_slice(HISTORY_TAG);
+    payload.extend_from_slice(&key_fingerprint(key));
+    payload.extend_from_slice(&before.to_le_bytes());
+    seal(payload)
+}
+
+/// The version a cursor made by [`encode_history`] for the same document
+/// resumes before. Never panics.
+pub fn decode_history(cursor: &str, key: &DocKey) -> Result<u32, CursorError> {
+    let payload = unseal(cursor)?;
+    let body = open(&payload, HISTORY_TAG)?;
+    let (fingerprint, before) = body.split_at_checked(8).ok_or(CursorError::TooShort)?;
+    if fingerprint != key_fingerprint(key) {
+        return Err(CursorError::OtherDocument);
+    }
+    let before: [u8; 4] = before.try_into().map_err(|_| CursorError::Malformed)?;
+    Ok(u32::from_le_bytes(before))
+}
+
+fn key_fingerprint(key: &DocKey) -> [u8; 8] {
+    let hash = blake3::hash(key.to_string().as_bytes());
+    let mut fingerprint = [0; 8];
+    fingerprint.copy_from_slice(&hash.as_bytes()[..8]);
+    fingerprint
+}
+
 fn seal(mut payload: Vec<u8>) -> String {
     let sum = checksum(&payload);
     payload.extend_from_slice(&sum);
@@ -191,6 +228,20 @@ mod tests {
         let mut payload = body.to_vec();
         payload.extend_from_slice(&checksum(body));
         URL_SAFE_NO_PAD.encode(payload)
+    }
+
+    #[test]
+    fn history_cursors_resume_only_their_document() {
+        let a = DocKey::new(Prefix::Features, "FEAT-001");
+        let b = DocKey::new(Prefix::Features, "FEAT-002");
+        let cursor = encode_history(&a, 7);
+        assert_eq!(decode_history(&cursor, &a), Ok(7));
+        assert_eq!(decode_history(&cursor, &b), Err(CursorError::OtherDocument));
+        assert_eq!(decode_history(&encode(&a), &a), Err(CursorError::Tag));
+        assert_eq!(decode_history("", &a), Err(CursorError::Empty));
+        let mut forged = cursor.clone();
+        forged.pop();
+        assert!(decode_history(&forged, &a).is_err());
     }
 
     #[track_caller]

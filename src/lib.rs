@@ -5,6 +5,7 @@
 //! - [`uri`]: key ↔ `orchestra://` URI.
 //! - [`cursor`]: key ↔ opaque listing cursor.
 //! - [`frontmatter`]: YAML frontmatter, title and description of a Markdown file.
+//! - [`history`]: a document's versions compared (diffs) and described.
 //! - [`search`]: the search query language and filters.
 //! - [`store`]: the SQLite database; the only module that speaks SQL.
 //! - [`table`]: aligned, width-clipped columns for the command line.
@@ -18,6 +19,7 @@
 pub mod cursor;
 pub mod doc;
 pub mod frontmatter;
+pub mod history;
 pub mod import;
 pub mod mcp;
 pub mod search;

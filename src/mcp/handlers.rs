@@ -158,7 +158,12 @@ struct ReadParams {
 }
 
 fn read(ctx: &Context, params: ReadParams, stateless: bool) -> Result<Handled, RpcError> {
-    let key = uri::parse(&params.uri)?;
+    let named = uri::parse_versioned(&params.uri)
+        .map_err(|e| RpcError::invalid_params(format!("invalid uri: {e}")))?;
+    let key = match named.version {
+        None => named.key,
+        Some(number) => return read_version(ctx, &params.uri, &named.key, number, stateless),
+    };
     let fetched = match ctx.store() {
         Some(store) => store.reader()?.get(&key, MAX_READ_BYTES)?,
         None => None,
@@ -192,6 +197,53 @@ fn read(ctx: &Context, params: ReadParams, stateless: bool) -> Result<Handled, R
     })
 }
 
+/// `resources/read` of `orchestra://…?version=N`: that version's bytes, as
+/// they were imported. A version that does not exist, or a removal, is
+/// not found.
+fn read_version(
+    ctx: &Context,
+    asked: &str,
+    key: &crate::doc::DocKey,
+    number: u32,
+    stateless: bool,
+) -> Result<Handled, RpcError> {
+    let found = match ctx.store() {
+        Some(store) => store.reader()?.version(key, number)?,
+        None => None,
+    };
+    let Some(found) = found else {
+        return Err(RpcError::not_found(asked, stateless));
+    };
+    if found.version.size > MAX_READ_BYTES {
+        return Err(RpcError::too_large(
+            asked,
+            found.version.size,
+            MAX_READ_BYTES,
+        ));
+    }
+    let canonical = uri::format_versioned(key, number);
+    let contents = if found.version.is_text {
+        match String::from_utf8(found.body) {
+            Ok(text) => ResourceContents::TextResourceContents {
+                uri: canonical,
+                mime_type: Some(MIME_TYPE.to_string()),
+                text,
+                meta: None,
+            },
+            Err(e) => blob(canonical, e.as_bytes()),
+        }
+    } else {
+        blob(canonical, &found.body)
+    };
+    let mut result = ReadResourceResult::new(vec![contents]);
+    result.result_type = None;
+    Ok(Handled {
+        json: to_json(&result)?,
+        // A version never changes.
+        freshness: READ_TTL,
+    })
+}
+
 fn blob(uri: String, bytes: &[u8]) -> ResourceContents {
     ResourceContents::BlobResourceContents {
         uri,
@@ -210,9 +262,10 @@ struct TemplatesParams {
 }
 
 /// The URI template of a prefix. `{+id}` (reserved expansion) keeps the `/`
-/// of nested ids as it is: `docs/{+id}` with `adr/0006` is `docs/adr/0006`.
+/// of nested ids as it is: `docs/{+id}` with `adr/0006` is `docs/adr/0006`;
+/// `{?version}` names a past version (left out: the current one).
 pub fn template_uri(prefix: Prefix) -> String {
-    format!("{}://{}/{{+id}}", uri::SCHEME, prefix.as_str())
+    format!("{}://{}/{{+id}}{{?version}}", uri::SCHEME, prefix.as_str())
 }
 
 fn templates(_params: TemplatesParams) -> Result<Handled, RpcError> {
@@ -253,6 +306,8 @@ struct CompleteParams {
     #[serde(rename = "ref")]
     reference: CompleteRef,
     argument: CompleteArgument,
+    #[serde(default)]
+    context: Option<CompleteContext>,
 }
 
 #[derive(Deserialize)]
@@ -269,6 +324,13 @@ struct CompleteArgument {
     value: String,
 }
 
+/// The values of the template's other arguments (2025-06-18 on).
+#[derive(Deserialize, Default)]
+struct CompleteContext {
+    #[serde(default)]
+    arguments: std::collections::HashMap<String, String>,
+}
+
 /// At most this many values per completion (the protocol's limit).
 const MAX_COMPLETIONS: usize = CompletionInfo::MAX_VALUES;
 
@@ -282,23 +344,50 @@ fn complete(ctx: &Context, params: CompleteParams) -> Result<Handled, RpcError> 
     let template = params.reference.uri.unwrap_or_default();
     let prefix = Prefix::ALL
         .into_iter()
-        .find(|p| template_uri(*p) == template)
+        // Also the template as it was before `{?version}`.
+        .find(|p| {
+            template_uri(*p) == template
+                || template_uri(*p).strip_suffix("{?version}") == Some(&template)
+        })
         .ok_or_else(|| {
             RpcError::invalid_params(format!("unknown resource template {template:?}"))
         })?;
-    if params.argument.name != "id" {
-        return Err(RpcError::invalid_params(format!(
-            "the template {template} has no argument {:?}, only \"id\"",
-            params.argument.name
-        )));
-    }
-    let (values, total) = match ctx.store() {
-        Some(store) => {
-            store
-                .reader()?
-                .complete_ids(prefix, &params.argument.value, MAX_COMPLETIONS)?
+    let (values, total) = match params.argument.name.as_str() {
+        "id" => match ctx.store() {
+            Some(store) => {
+                store
+                    .reader()?
+                    .complete_ids(prefix, &params.argument.value, MAX_COMPLETIONS)?
+            }
+            None => (Vec::new(), 0),
+        },
+        // The versions of the document named by the `id` given so far,
+        // newest first.
+        "version" => {
+            let id = params
+                .context
+                .unwrap_or_default()
+                .arguments
+                .remove("id")
+                .filter(|id| crate::doc::is_valid_id(id));
+            match (id, ctx.store()) {
+                (Some(id), Some(store)) => {
+                    let key = crate::doc::DocKey::new(prefix, id);
+                    let (numbers, total) = store.reader()?.complete_versions(
+                        &key,
+                        &params.argument.value,
+                        MAX_COMPLETIONS,
+                    )?;
+                    (numbers.iter().map(u32::to_string).collect(), total)
+                }
+                _ => (Vec::new(), 0),
+            }
         }
-        None => (Vec::new(), 0),
+        other => {
+            return Err(RpcError::invalid_params(format!(
+                "the template {template} has no argument {other:?}, only \"id\" and \"version\""
+            )));
+        }
     };
     let has_more = total > values.len() as u64;
     let completion = CompletionInfo::with_pagination(

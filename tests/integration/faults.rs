@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::{
-    BIN, Cmd, Counts, Output, Project, Server, checkpoint_and_close, content_digest,
+    BIN, Cmd, Counts, Output, Project, Server, checkpoint_and_close, content_digest, history_check,
     integrity_check, keys, open_read_only, search_check, sidecar, wal_len,
 };
 
@@ -184,6 +184,11 @@ fn sigkill_at_random_moments_of_a_20k_document_import_leaves_the_old_or_the_new_
             search_check(&db),
             "ok",
             "FAULTS_SEED={seed}: killed after {delay:?} ({status}): the search index"
+        );
+        assert_eq!(
+            history_check(&db),
+            "ok",
+            "FAULTS_SEED={seed}: killed after {delay:?} ({status}): the history"
         );
         let digest = content_digest(&db);
         let state = if digest == a {

@@ -4,6 +4,7 @@ mod browser;
 mod concurrency;
 mod faults;
 mod fuzz;
+mod history;
 mod http;
 mod import;
 mod search;

@@ -657,6 +657,42 @@ pub fn wal_len(db: &Path) -> u64 {
     std::fs::metadata(sidecar(db, "-wal")).map_or(0, |m| m.len())
 }
 
+/// The history against the documents: every document's newest version
+/// has its bytes (same hash), version numbers are dense from 1, and every
+/// version with bytes finds them, in `documents` (the current ones) or
+/// in `bodies`. "ok" when all hold.
+pub fn history_check(db: &Path) -> String {
+    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_WRITE)
+        .unwrap_or_else(|e| panic!("open {}: {e}", db.display()));
+    let checks = [
+        (
+            "documents whose newest version is not their bytes",
+            "SELECT count(*) FROM documents d WHERE d.hash IS NOT (
+                 SELECT hash FROM versions v WHERE v.prefix = d.prefix AND v.id = d.id
+                 ORDER BY version DESC LIMIT 1)",
+        ),
+        (
+            "documents whose version numbers are not 1..n",
+            "SELECT count(*) FROM (SELECT prefix, id FROM versions GROUP BY prefix, id
+                                   HAVING min(version) <> 1 OR max(version) <> count(*))",
+        ),
+        (
+            "versions whose bytes are nowhere",
+            "SELECT count(*) FROM versions v WHERE v.hash IS NOT NULL
+                 AND NOT EXISTS (SELECT 1 FROM bodies b WHERE b.hash = v.hash)
+                 AND NOT EXISTS (SELECT 1 FROM documents d WHERE d.prefix = v.prefix
+                                 AND d.id = v.id AND d.hash = v.hash)",
+        ),
+    ];
+    for (what, sql) in checks {
+        let n: i64 = conn.query_row(sql, [], |r| r.get(0)).unwrap();
+        if n != 0 {
+            return format!("{n} {what}");
+        }
+    }
+    "ok".to_string()
+}
+
 /// `PRAGMA integrity_check` of `db`. Opened read-write, as the next
 /// orchestra would: a WAL left by a killed writer is recovered first.
 /// The search index and the frontmatter fields against the documents:

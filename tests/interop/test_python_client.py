@@ -431,15 +431,15 @@ def test_templates(backlog: Project, mode: str) -> None:
     templates = with_client(backlog.db, mode, body)
     got = sorted((t.name, t.uri_template) for t in templates)
     assert got == [
-        ("docs", "orchestra://docs/{+id}"),
-        ("features", "orchestra://features/{+id}"),
-        ("notes", "orchestra://notes/{+id}"),
+        ("docs", "orchestra://docs/{+id}{?version}"),
+        ("features", "orchestra://features/{+id}{?version}"),
+        ("notes", "orchestra://notes/{+id}{?version}"),
     ]
 
 
 @pytest.mark.parametrize("mode", MODES)
 def test_complete_ids(backlog: Project, mode: str) -> None:
-    ref = ResourceTemplateReference(uri="orchestra://features/{+id}")
+    ref = ResourceTemplateReference(uri="orchestra://features/{+id}{?version}")
 
     async def body(client: Client) -> tuple[Any, Any, Any]:
         narrow = await client.complete(ref, {"name": "id", "value": "FEAT-012"})

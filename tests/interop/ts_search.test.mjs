@@ -249,7 +249,7 @@ test('search tool, @modelcontextprotocol/sdk 1.x client, handshake era', async (
     await client.connect(new StdioClientTransportV1(serverParams(db)), { timeout: REQUEST_TIMEOUT_MS });
     assert.ok(client.getServerCapabilities()?.tools, 'no tools capability in the initialize result');
     const { tools } = await client.listTools(undefined, { timeout: REQUEST_TIMEOUT_MS });
-    assert.deepEqual(tools.map((t) => t.name), ['search']);
+    assert.deepEqual(tools.map((t) => t.name), ['search', 'history', 'diff']);
     assert.ok(tools[0].outputSchema, 'the search tool has no outputSchema');
     // listTools primed the client's outputSchema validation: callTool checks structuredContent.
     const call = (args) => client.callTool({ name: 'search', arguments: args }, undefined, { timeout: REQUEST_TIMEOUT_MS });
@@ -275,7 +275,7 @@ test('search tool, @modelcontextprotocol/client 2.x pinned 2026-07-28', async ()
     await client.connect(new StdioClientTransportV2(serverParams(db)), { timeout: REQUEST_TIMEOUT_MS });
     assert.equal(client.getNegotiatedProtocolVersion(), '2026-07-28');
     const { tools } = await client.listTools(undefined, { timeout: REQUEST_TIMEOUT_MS });
-    assert.deepEqual(tools.map((t) => t.name), ['search']);
+    assert.deepEqual(tools.map((t) => t.name), ['search', 'history', 'diff']);
     const call = (args) => client.callTool({ name: 'search', arguments: args }, { timeout: REQUEST_TIMEOUT_MS });
     checkPages(docs, 'quillfeather', await searchAll(call, 'quillfeather'));
   } finally {

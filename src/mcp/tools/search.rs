@@ -1,26 +1,18 @@
-//! MCP tools: the `search` tool's declaration, its arguments, and its result in the shape each protocol version knows.
+//! The `search` tool: its declaration, its arguments, and its result in the shape each protocol version knows.
 
 use std::sync::Arc;
 
-use rmcp::model::{
-    CallToolResult, ContentBlock, JsonObject, ListToolsResult, Resource, Tool, ToolAnnotations,
-};
-use serde::Deserialize;
+use rmcp::model::{CallToolResult, ContentBlock, Resource, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
-use super::error::RpcError;
-use super::handlers::{Freshness, Handled, to_json};
-use super::{Context, MIME_TYPE, icons};
+use super::{STRUCTURED_SINCE, failed, object};
 use crate::cursor;
+use crate::mcp::{Context, MIME_TYPE, icons};
 use crate::search::{self, Filter, Search, SearchError, Under};
 use crate::store::SearchPage;
 use crate::uri;
 
 pub const SEARCH: &str = "search";
-
-/// The first version whose clients know `structuredContent` and
-/// `resource_link` content; older sessions get both as text.
-const STRUCTURED_SINCE: &str = "2025-06-18";
 
 const DESCRIPTION: &str = "Find documents of this project's backlog (features, notes, docs) by their words. \
 Use it before reading: it answers with ranked links (orchestra:// URIs) with titles and snippets, not bodies; \
@@ -31,8 +23,8 @@ Case and accents never matter. `under` restricts to a prefix or a folder (`featu
 `where` to frontmatter values (`{\"status\": \"open\"}`; a list field matches when one item equals the value). \
 An empty query with filters lists the matching documents in key order.";
 
-/// The `tools/list` result: fixed for the life of the process.
-pub fn list_json() -> String {
+/// The tool's declaration.
+pub fn tool() -> Tool {
     let input = json!({
         "type": "object",
         "properties": {
@@ -95,43 +87,21 @@ pub fn list_json() -> String {
         .with_title("Search the backlog")
         .with_annotations(annotations);
     tool.output_schema = Some(Arc::new(object(output)));
-    let mut result = ListToolsResult::with_all_items(vec![tool]);
-    result.result_type = None;
-    serde_json::to_string(&result).unwrap_or_default()
+    tool
 }
 
-fn object(value: Value) -> JsonObject {
-    match value {
-        Value::Object(map) => map,
-        _ => Map::new(),
-    }
-}
-
-#[derive(Deserialize)]
-pub struct CallParams {
-    name: String,
-    #[serde(default)]
-    arguments: Option<Map<String, Value>>,
-}
-
-pub fn call(ctx: &Context, version: &str, params: CallParams) -> Result<Handled, RpcError> {
-    if params.name != SEARCH {
-        return Err(RpcError::invalid_params(format!(
-            "unknown tool {:?}: orchestra has one tool, \"search\"",
-            params.name
-        )));
-    }
-    let arguments = params.arguments.unwrap_or_default();
-    let result = match Arguments::parse(&arguments) {
+/// A `search` call: a page of hits, or a tool error saying what to change.
+pub fn call(
+    ctx: &Context,
+    version: &str,
+    arguments: &Map<String, Value>,
+) -> anyhow::Result<CallToolResult> {
+    Ok(match Arguments::parse(arguments) {
         Err(message) => failed(message),
         Ok(args) => match run(ctx, &args.search, args.limit, args.cursor.as_deref())? {
             Err(e) => failed(e.to_string()),
             Ok(page) => answer(&args, &page, version),
         },
-    };
-    Ok(Handled {
-        json: to_json(&result)?,
-        freshness: Freshness::None,
     })
 }
 
@@ -256,13 +226,6 @@ pub fn run(
         },
     };
     Ok(Ok(page))
-}
-
-/// A tool error: the message, for the agent to correct its call.
-fn failed(message: String) -> CallToolResult {
-    let mut result = CallToolResult::error(vec![ContentBlock::text(message)]);
-    result.result_type = None;
-    result
 }
 
 /// The hits as `structuredContent` (JSON).

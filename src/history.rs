@@ -1,0 +1,89 @@
+//! What people and agents ask of a document's history, over the store's versions: the default pair of versions to compare, a unified diff between two versions, and how a version's time is written.
+
+use crate::doc::DocKey;
+use crate::store::Reader;
+use crate::uri;
+
+/// A unified diff between two versions of a document.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Diff {
+    pub from: u32,
+    pub to: u32,
+    /// Empty when the two versions hold the same text.
+    pub text: String,
+}
+
+/// Why two versions cannot be compared; the message says what to change.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DiffError(pub String);
+
+/// Lines of context around each change.
+const CONTEXT: usize = 3;
+
+/// A commit time (ms since the epoch) as RFC 3339, to the second.
+pub fn time_text(ms: i64) -> String {
+    let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
+    humantime::format_rfc3339_seconds(time).to_string()
+}
+
+/// The diff of `key` from version `from` to version `to`. `to` defaults to
+/// the newest version with bytes, `from` to the one with bytes before `to`.
+pub fn diff(
+    reader: &Reader,
+    key: &DocKey,
+    from: Option<u32>,
+    to: Option<u32>,
+) -> anyhow::Result<Result<Diff, DiffError>> {
+    let name = uri::format(key);
+    let versions = reader.history(key, None, usize::MAX >> 1)?;
+    if versions.is_empty() {
+        return Ok(Err(DiffError(format!(
+            "no document {name} has ever been imported"
+        ))));
+    }
+    let with_bytes = |below: u32| {
+        versions
+            .iter()
+            .find(|v| v.number < below && !v.removed())
+            .map(|v| v.number)
+    };
+    let Some(to) = to.or_else(|| with_bytes(u32::MAX)) else {
+        return Ok(Err(DiffError(format!("{name} has no version with bytes"))));
+    };
+    let Some(from) = from.or_else(|| with_bytes(to)) else {
+        return Ok(Err(DiffError(format!(
+            "{name} has no version before version {to} to compare it with"
+        ))));
+    };
+    let mut texts = Vec::with_capacity(2);
+    for number in [from, to] {
+        let Some(read) = reader.version(key, number)? else {
+            let latest = versions[0].number;
+            return Ok(Err(DiffError(format!(
+                "{name} has no version {number} with bytes (its versions are 1 to {latest}; a removal has none)"
+            ))));
+        };
+        if !read.version.is_text {
+            return Ok(Err(DiffError(format!(
+                "version {number} of {name} is binary: there is no text diff"
+            ))));
+        }
+        match String::from_utf8(read.body) {
+            Ok(text) => texts.push(text),
+            Err(_) => {
+                return Ok(Err(DiffError(format!(
+                    "version {number} of {name} is not UTF-8: there is no text diff"
+                ))));
+            }
+        }
+    }
+    let text = similar::TextDiff::from_lines(&texts[0], &texts[1])
+        .unified_diff()
+        .context_radius(CONTEXT)
+        .header(
+            &uri::format_versioned(key, from),
+            &uri::format_versioned(key, to),
+        )
+        .to_string();
+    Ok(Ok(Diff { from, to, text }))
+}
