@@ -32,6 +32,10 @@ enum Command {
     /// Find documents: one hit per line, best first. Exit 0 when something
     /// matched, 1 when nothing did, 2 on an error.
     Search(cli::search::SearchArgs),
+    /// List documents in key order, a page at a time: URI, title, size,
+    /// updated. Exit 0 when it listed some, 1 when there were none, 2 on an
+    /// error.
+    Ls(cli::ls::LsArgs),
 }
 
 #[derive(Args)]
@@ -88,15 +92,13 @@ fn main() -> ExitCode {
     init_logging();
     let result = match cli.command {
         Command::Import(args) => run_import(args),
-        Command::Serve(args) => {
-            // `--db` on the command line names the database; from the
-            // environment or by default it is only where to look.
-            let db_given = matches.subcommand_matches("serve").is_some_and(|m| {
-                m.value_source("db") == Some(clap::parser::ValueSource::CommandLine)
-            });
-            run_serve(args, db_given)
-        }
+        // `--db` on the command line names the database; from the
+        // environment or by default it is only where to look.
+        Command::Serve(args) => run_serve(args, db_given(&matches, "serve")),
         Command::Search(args) => return cli::exit_status(cli::search::run(&args)),
+        Command::Ls(args) => {
+            return cli::exit_status(cli::ls::run(&args, db_given(&matches, "ls")));
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -105,6 +107,14 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether `--db` was given on the command line of `subcommand`, not taken
+/// from `$ORCHESTRA_DB` or the default.
+fn db_given(matches: &clap::ArgMatches, subcommand: &str) -> bool {
+    matches
+        .subcommand_matches(subcommand)
+        .is_some_and(|m| m.value_source("db") == Some(clap::parser::ValueSource::CommandLine))
 }
 
 /// Logs go to stderr only: stdout of `serve` carries protocol messages.

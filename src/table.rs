@@ -26,7 +26,7 @@ impl Layout {
 }
 
 /// The most a padded (non-last) column takes on a terminal.
-const MAX_COLUMN: usize = 48;
+pub const MAX_COLUMN: usize = 48;
 
 /// The lines of `rows`. On a terminal, every column but the last is padded
 /// to the widest cell (at most [`MAX_COLUMN`], longer cells clipped), and
@@ -130,7 +130,7 @@ fn clip_pieces(pieces: &mut Vec<(Option<usize>, String)>, width: usize) {
 }
 
 /// Columns the text takes on a terminal (control characters count as none).
-fn text_width(text: &str) -> usize {
+pub fn text_width(text: &str) -> usize {
     text.chars().map(|c| c.width().unwrap_or(0)).sum()
 }
 
