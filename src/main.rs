@@ -1,4 +1,4 @@
-//! The `orchestra` command line: the subcommands and their flags; `import` and `serve` run here, the read-only commands in `cli`.
+//! The `orchestra` command line: the subcommands and their flags; `import` and `serve` run here, the read-only commands (`search`, `ls`, `show`) in `cli`.
 
 mod cli;
 
@@ -36,6 +36,10 @@ enum Command {
     /// updated. Exit 0 when it listed some, 1 when there were none, 2 on an
     /// error.
     Ls(cli::ls::LsArgs),
+    /// Print a document's bytes exactly as imported, or what is stored
+    /// about it. Exit 0 when it exists, 1 when it does not (with the
+    /// nearest ids), 2 on an error.
+    Show(cli::show::ShowArgs),
 }
 
 #[derive(Args)]
@@ -99,6 +103,7 @@ fn main() -> ExitCode {
         Command::Ls(args) => {
             return cli::exit_status(cli::ls::run(&args, db_given(&matches, "ls")));
         }
+        Command::Show(args) => return cli::exit_status(cli::show::run(&args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -3,6 +3,7 @@
 pub mod ls;
 mod out;
 pub mod search;
+pub mod show;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

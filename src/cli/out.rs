@@ -203,6 +203,25 @@ pub fn printable(text: &str) -> Cow<'_, str> {
     )
 }
 
+/// `key: value` lines, the values aligned after the longest key; with
+/// colour the keys dimmed. Values are made [`printable`].
+pub fn fields(pairs: &[(&str, String)], colour: bool) -> Vec<String> {
+    let width = pairs.iter().map(|(key, _)| key.len()).max().unwrap_or(0);
+    pairs
+        .iter()
+        .map(|(key, value)| {
+            let key = format!("{key}:");
+            format!(
+                "{}{:pad$} {}",
+                paint(&key, &Style::new().dim(), colour),
+                "",
+                printable(value),
+                pad = width + 1 - key.len()
+            )
+        })
+        .collect()
+}
+
 /// A byte count as people read it: `512 B`, `1.2 kB`, `34.0 MB` (powers of 1000).
 pub fn size(bytes: u64) -> String {
     const UNITS: [&str; 6] = ["kB", "MB", "GB", "TB", "PB", "EB"];
@@ -224,6 +243,11 @@ pub fn size(bytes: u64) -> String {
 pub fn time_ns(ns: i64) -> Option<String> {
     let ns = u64::try_from(ns).ok()?;
     Some(humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_nanos(ns)).to_string())
+}
+
+/// A time in ms since the epoch as RFC 3339 UTC to the second.
+pub fn time_ms(ms: i64) -> Option<String> {
+    time_ns(ms.checked_mul(1_000_000)?)
 }
 
 /// `text` as one word for a POSIX shell: as it is when it holds only
@@ -272,6 +296,11 @@ mod tests {
         for (ns, expected) in cases {
             assert_eq!(time_ns(ns).as_deref(), expected, "{ns}");
         }
+        assert_eq!(
+            time_ms(1_772_445_600_123).as_deref(),
+            Some("2026-03-02T10:00:00Z")
+        );
+        assert_eq!(time_ms(i64::MAX), None);
     }
 
     #[test]
@@ -302,6 +331,17 @@ mod tests {
         for (text, expected) in cases {
             assert_eq!(printable(text), expected, "{text:?}");
         }
+    }
+
+    #[test]
+    fn aligned_fields() {
+        let lines = fields(
+            &[("uri", "orchestra://a/b".into()), ("title", "T\nU".into())],
+            false,
+        );
+        assert_eq!(lines, ["uri:   orchestra://a/b", "title: T U"]);
+        let dim = fields(&[("a", "1".into())], true);
+        assert_eq!(dim, ["\u{1b}[2ma:\u{1b}[0m 1"]);
     }
 
     #[test]

@@ -2,9 +2,10 @@
 
 use std::time::{Duration, UNIX_EPOCH};
 
+use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::support::{Cmd, Output, Project};
+use crate::support::{Cmd, Output, Project, open_read_only};
 
 /// The test project's files. Every mtime is [`MTIME`].
 const FILES: &[(&str, &[u8])] = &[
@@ -414,5 +415,270 @@ orchestra://features/FEAT-001  \u{1b}[1mOffline work orders\u{1b}[0m  \u{1b}[2m1
             "orchestra {} on {screen:?} with {env:?}",
             args.join(" ")
         );
+    }
+}
+
+/// The bytes of the test project's file `path`.
+fn file(path: &str) -> &'static [u8] {
+    FILES.iter().find(|(p, _)| *p == path).unwrap().1
+}
+
+/// When the import `seq` of `p` committed, as `show` and `stats` print it.
+fn import_time(p: &Project, seq: i64) -> String {
+    let ms: i64 = open_read_only(&p.db())
+        .query_row(
+            "SELECT committed_ms FROM imports WHERE seq = ?1",
+            [seq],
+            |r| r.get(0),
+        )
+        .unwrap();
+    humantime::format_rfc3339_seconds(UNIX_EPOCH + Duration::from_millis(ms as u64)).to_string()
+}
+
+#[test]
+fn show_writes_the_stored_bytes_exactly() {
+    let p = project();
+    let cases = [
+        ("features/FEAT-001", "features/FEAT-001.md"),
+        ("orchestra://features/FEAT-001", "features/FEAT-001.md"),
+        // Any spelling of the URI.
+        ("ORCHESTRA://features/FEAT%2D001", "features/FEAT-001.md"),
+        ("docs/adr/0001", "docs/adr/0001.md"),
+        ("notes/café notes", "notes/café notes.md"),
+        ("orchestra://notes/caf%C3%A9%20notes", "notes/café notes.md"),
+        // Not UTF-8: the same bytes all the same.
+        ("notes/blob", "notes/blob.md"),
+        ("orchestra://notes/blob", "notes/blob.md"),
+    ];
+    for (reference, path) in cases {
+        let out = cmd(&p, &["show", reference]).run_raw();
+        assert_eq!(
+            (out.code, out.stdout.as_slice(), out.stderr.as_slice()),
+            (Some(0), file(path), &b""[..]),
+            "show {reference}"
+        );
+    }
+}
+
+#[test]
+fn show_meta_and_json() {
+    let p = project();
+    let time = import_time(&p, 1);
+    let hash = |path: &str| blake3::hash(file(path)).to_hex().to_string();
+    check(
+        &p,
+        &["show", "--meta", "features/FEAT-001"],
+        0,
+        &[
+            "uri:         orchestra://features/FEAT-001",
+            "title:       Offline work orders",
+            r#"frontmatter: {"status":"shipped","tags":["offline","sync"],"title":"Offline work orders"}"#,
+            "size:        106 bytes",
+            &format!("hash:        {}", hash("features/FEAT-001.md")),
+            "updated:     2026-03-02T10:00:00Z",
+            &format!("import:      1 at {time}"),
+        ],
+        &[],
+    );
+    check(
+        &p,
+        &["show", "orchestra://docs/adr/0001", "--meta"],
+        0,
+        &[
+            "uri:         orchestra://docs/adr/0001",
+            "title:       ADR 0001: Record decisions",
+            "description: Why we write decisions down",
+            r#"frontmatter: {"description":"Why we write decisions down"}"#,
+            "size:        78 bytes",
+            &format!("hash:        {}", hash("docs/adr/0001.md")),
+            "updated:     2026-03-02T10:00:00Z",
+            &format!("import:      1 at {time}"),
+        ],
+        &[],
+    );
+    let base64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let cases: &[(&[&str], Value)] = &[
+        (
+            &["show", "features/FEAT-001", "--json"],
+            json!({
+                "uri": "orchestra://features/FEAT-001",
+                "prefix": "features",
+                "id": "FEAT-001",
+                "title": "Offline work orders",
+                "description": null,
+                "frontmatter": {"title": "Offline work orders", "status": "shipped", "tags": ["offline", "sync"]},
+                "size": 106,
+                "hash": hash("features/FEAT-001.md"),
+                "updated": "2026-03-02T10:00:00Z",
+                "import": {"seq": 1, "time": time},
+                "encoding": "utf-8",
+                "body": std::str::from_utf8(file("features/FEAT-001.md")).unwrap(),
+            }),
+        ),
+        (
+            &["show", "notes/blob", "--json"],
+            json!({
+                "uri": "orchestra://notes/blob",
+                "prefix": "notes",
+                "id": "blob",
+                "title": "blob",
+                "description": null,
+                "frontmatter": null,
+                "size": 23,
+                "hash": hash("notes/blob.md"),
+                "updated": "2026-03-02T10:00:00Z",
+                "import": {"seq": 1, "time": time},
+                "encoding": "base64",
+                "body": base64(file("notes/blob.md")),
+            }),
+        ),
+        // --meta: the same without the body.
+        (
+            &["show", "docs/adr/0001", "--json", "--meta"],
+            json!({
+                "uri": "orchestra://docs/adr/0001",
+                "prefix": "docs",
+                "id": "adr/0001",
+                "title": "ADR 0001: Record decisions",
+                "description": "Why we write decisions down",
+                "frontmatter": {"description": "Why we write decisions down"},
+                "size": 78,
+                "hash": hash("docs/adr/0001.md"),
+                "updated": "2026-03-02T10:00:00Z",
+                "import": {"seq": 1, "time": time},
+            }),
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = run(&p, args);
+        out.assert_success();
+        let lines = out.stdout_lines();
+        assert_eq!(lines.len(), 1, "one object: {out:?}");
+        let got: Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(&got, expected, "{args:?}");
+    }
+}
+
+#[test]
+fn show_exit_statuses() {
+    let p = project();
+    let cases: &[(&[&str], i32, &[&str])] = &[
+        // Missing: 1, with the nearest ids of the prefix.
+        (
+            &["show", "features/FEAT-003"],
+            1,
+            &[
+                "orchestra: no document features/FEAT-003",
+                "did you mean: features/FEAT-001, features/FEAT-002, features/FEAT-010",
+            ],
+        ),
+        (
+            &["show", "orchestra://docs/adr/0003", "--meta"],
+            1,
+            &[
+                "orchestra: no document docs/adr/0003",
+                "did you mean: docs/adr/0001, docs/adr/0002, docs/guide",
+            ],
+        ),
+        (
+            &["show", "notes/cafe notes", "--json"],
+            1,
+            &[
+                "orchestra: no document notes/cafe notes",
+                "did you mean: notes/blob, notes/café notes",
+            ],
+        ),
+        // Not a document's name: 2, saying why.
+        (
+            &["show", "FEAT-001"],
+            2,
+            &[
+                "orchestra: \"FEAT-001\" names no document: write prefix/id (features/FEAT-001) or an orchestra:// uri",
+            ],
+        ),
+        (
+            &["show", "featurez/FEAT-001"],
+            2,
+            &["orchestra: \"featurez/FEAT-001\" names no prefix: use features, notes or docs"],
+        ),
+        (
+            &["show", "orchestra://featurez/FEAT-001"],
+            2,
+            &[
+                "orchestra: \"orchestra://featurez/FEAT-001\" is not a document uri: unknown prefix \"featurez\" in uri, expected docs, features or notes",
+            ],
+        ),
+        (
+            &["show", "features/a//b"],
+            2,
+            &["orchestra: \"features/a//b\" names no document: \"a//b\" cannot be an id"],
+        ),
+        (
+            &["show", "features/FEAT-001", "--db", "missing.db"],
+            2,
+            &["orchestra: no database at missing.db: run `orchestra import DIR` first"],
+        ),
+    ];
+    for &(args, code, stderr) in cases {
+        check(&p, args, code, &[], stderr);
+    }
+    // No document of the prefix at all: nothing to suggest.
+    let notes_only = project_of(&[("notes/a.md", b"# A\n")]);
+    check(
+        &notes_only,
+        &["show", "features/FEAT-001"],
+        1,
+        &[],
+        &["orchestra: no document features/FEAT-001"],
+    );
+}
+
+#[test]
+fn show_on_a_terminal_pages_text_only() {
+    let p = project();
+    let paged = |path: &str| -> String {
+        let text = String::from_utf8_lossy(file(path));
+        text.lines().map(|line| format!("paged:{line}\n")).collect()
+    };
+    let cases: &[(&[&str], Screen, Env, &str)] = &[
+        // Text taller than the screen goes through the pager.
+        (
+            &["show", "features/FEAT-001"],
+            (5, 80),
+            MARKING_PAGER,
+            &paged("features/FEAT-001.md"),
+        ),
+        (
+            &["show", "features/FEAT-002"],
+            (5, 80),
+            MARKING_PAGER,
+            "# Photo attachments\n",
+        ),
+        // Bytes that are not UTF-8 never do.
+        (
+            &["show", "notes/blob"],
+            (2, 80),
+            MARKING_PAGER,
+            "# Blob\n\u{fffd}\u{fffd} not UTF-8 \0\u{1}\n",
+        ),
+        // --meta: keys dimmed with colour.
+        (
+            &["show", "features/FEAT-002", "--meta"],
+            (24, 80),
+            &[("PAGER", "cat")],
+            "\u{1b}[2muri:\u{1b}[0m     orchestra://features/FEAT-002
+\u{1b}[2mtitle:\u{1b}[0m   Photo attachments
+\u{1b}[2msize:\u{1b}[0m    20 bytes
+",
+        ),
+    ];
+    for &(args, screen, env, expected) in cases {
+        let out = on_terminal(&p, args, screen, env);
+        // The lines after `size` hold the hash and times: compared above.
+        let out: String = match args.contains(&"--meta") {
+            true => out.split_inclusive('\n').take(3).collect(),
+            false => out,
+        };
+        assert_eq!(out, expected, "orchestra {}", args.join(" "));
     }
 }

@@ -281,7 +281,8 @@ impl Cmd {
 
     /// Runs with stdout on a new pseudo-terminal of `rows` × `columns`
     /// (stdin as for [`Cmd::run`], stderr a pipe): what a person at a
-    /// terminal sees, with the terminal's `\r\n` turned back into `\n`.
+    /// terminal sees, with the terminal's `\r\n` turned back into `\n`
+    /// (and bytes that are not UTF-8 shown as U+FFFD).
     /// The command must set `PAGER`: `less` would wait for keys.
     pub fn run_on_terminal(mut self, rows: u16, columns: u16) -> Output {
         use std::os::fd::{FromRawFd, OwnedFd};
@@ -319,11 +320,11 @@ impl Cmd {
         // other end ends when the processes' copies close.
         drop(self);
         let raw = finish(child, writer, drain(master));
-        let text = |bytes: Vec<u8>| String::from_utf8(bytes).expect("output is UTF-8");
         Output {
             code: raw.code,
-            stdout: text(raw.stdout).replace("\r\n", "\n"),
-            stderr: text(raw.stderr),
+            // What a terminal would show: bytes that are not UTF-8 as U+FFFD.
+            stdout: String::from_utf8_lossy(&raw.stdout).replace("\r\n", "\n"),
+            stderr: String::from_utf8(raw.stderr).expect("stderr is UTF-8"),
         }
     }
 
