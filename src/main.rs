@@ -1,4 +1,4 @@
-//! The `orchestra` command line: the subcommands and their flags; `import` and `serve` run here, the read-only commands (`search`, `ls`, `show`) in `cli`.
+//! The `orchestra` command line: the subcommands and their flags; `import` and `serve` run here, the read-only commands (`search`, `ls`, `show`, `stats`) in `cli`.
 
 mod cli;
 
@@ -40,6 +40,9 @@ enum Command {
     /// about it. Exit 0 when it exists, 1 when it does not (with the
     /// nearest ids), 2 on an error.
     Show(cli::show::ShowArgs),
+    /// Show what the database holds: documents and bytes per prefix, its size,
+    /// the project, the schema version and the last import.
+    Stats(cli::stats::StatsArgs),
 }
 
 #[derive(Args)]
@@ -104,6 +107,7 @@ fn main() -> ExitCode {
             return cli::exit_status(cli::ls::run(&args, db_given(&matches, "ls")));
         }
         Command::Show(args) => return cli::exit_status(cli::show::run(&args)),
+        Command::Stats(args) => return cli::exit_status(cli::stats::run(&args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

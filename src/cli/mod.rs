@@ -4,6 +4,7 @@ pub mod ls;
 mod out;
 pub mod search;
 pub mod show;
+pub mod stats;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -205,12 +205,16 @@ pub fn printable(text: &str) -> Cow<'_, str> {
 
 /// `key: value` lines, the values aligned after the longest key; with
 /// colour the keys dimmed. Values are made [`printable`].
-pub fn fields(pairs: &[(&str, String)], colour: bool) -> Vec<String> {
-    let width = pairs.iter().map(|(key, _)| key.len()).max().unwrap_or(0);
+pub fn fields(pairs: &[(impl AsRef<str>, String)], colour: bool) -> Vec<String> {
+    let width = pairs
+        .iter()
+        .map(|(key, _)| key.as_ref().len())
+        .max()
+        .unwrap_or(0);
     pairs
         .iter()
         .map(|(key, value)| {
-            let key = format!("{key}:");
+            let key = format!("{}:", key.as_ref());
             format!(
                 "{}{:pad$} {}",
                 paint(&key, &Style::new().dim(), colour),

@@ -3,6 +3,7 @@
 use std::time::{Duration, UNIX_EPOCH};
 
 use base64::Engine;
+use rusqlite::Connection;
 use serde_json::{Value, json};
 
 use crate::support::{Cmd, Output, Project, open_read_only};
@@ -681,4 +682,172 @@ fn show_on_a_terminal_pages_text_only() {
         };
         assert_eq!(out, expected, "orchestra {}", args.join(" "));
     }
+}
+
+/// The schema version this orchestra writes: its number of migrations.
+fn migrations() -> usize {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    std::fs::read_dir(dir).unwrap().count()
+}
+
+#[test]
+fn stats_counts_documents_and_bytes_per_prefix() {
+    let p = project();
+    let time = import_time(&p, 1);
+    let root = p.dir().canonicalize().unwrap().display().to_string();
+    // Documents and bytes of every prefix, from the files themselves.
+    let count = |prefix: &str| {
+        let files: Vec<&[u8]> = FILES
+            .iter()
+            .filter(|(path, _)| path.starts_with(&format!("{prefix}/")))
+            .map(|(_, bytes)| *bytes)
+            .collect();
+        let bytes: usize = files.iter().map(|b| b.len()).sum();
+        json!({"documents": files.len(), "bytes": bytes})
+    };
+    let out = run(&p, &["stats", "--json"]);
+    out.assert_success();
+    let mut stats: Value = serde_json::from_str(&out.stdout).unwrap();
+    let (database, index) = (
+        stats["database_bytes"].take().as_u64().unwrap(),
+        stats["index_bytes"].take().as_u64().unwrap(),
+    );
+    assert_eq!(
+        stats,
+        json!({
+            "documents": 8,
+            "bytes": 313,
+            "prefixes": {"docs": count("docs"), "features": count("features"), "notes": count("notes")},
+            "database_bytes": null,
+            "index_bytes": null,
+            "project_root": root,
+            "schema_version": migrations(),
+            "last_import": {"seq": 1, "time": time},
+        })
+    );
+    let pages: i64 = open_read_only(&p.db())
+        .query_row(
+            "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(database as i64, pages);
+    assert!(0 < index && index < database, "{index} of {database}");
+
+    let out = run(&p, &["stats"]);
+    out.assert_success();
+    let lines = out.stdout_lines();
+    let expected = [
+        "documents:      8 (313 B)",
+        "  docs:         3 (129 B)",
+        "  features:     3 (145 B)",
+        "  notes:        2 (39 B)",
+        "database:       <size> (search index <size>, <share>)",
+        &format!("project:        {root}"),
+        &format!("schema version: {}", migrations()),
+        &format!("last import:    1 at {time}"),
+    ];
+    assert_eq!(lines.len(), expected.len(), "{out:?}");
+    for (line, expected) in lines.iter().zip(expected) {
+        match expected.strip_suffix(" <size> (search index <size>, <share>)") {
+            Some(key) => assert!(
+                line.starts_with(key) && line.contains(" (search index ") && line.ends_with("%)"),
+                "{line}"
+            ),
+            None => assert_eq!(*line, expected),
+        }
+    }
+
+    // Before any import: nothing counted, no last import.
+    let empty = Project::new();
+    empty.import(&[]).assert_success();
+    let out = run(&empty, &["stats", "--json"]);
+    out.assert_success();
+    let stats: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        (&stats["documents"], &stats["bytes"], &stats["last_import"]),
+        (&json!(0), &json!(0), &Value::Null)
+    );
+    check(
+        &p,
+        &["stats", "--db", "missing.db"],
+        2,
+        &[],
+        &["orchestra: no database at missing.db: run `orchestra import DIR` first"],
+    );
+}
+
+#[test]
+fn off_a_terminal_there_is_no_colour_pager_or_clipping() {
+    let long_title = format!("{}Long.", "Long ".repeat(59));
+    assert_eq!(long_title.len(), 300);
+    let body = format!("# {long_title}\n");
+    let mut files = FILES.to_vec();
+    files.push(("features/LONG.md", body.as_bytes()));
+    let p = project_of(&files);
+    let commands: &[&[&str]] = &[
+        &["ls"],
+        &["ls", "--json"],
+        &["show", "features/FEAT-001"],
+        &["show", "notes/blob"],
+        &["show", "features/FEAT-001", "--meta"],
+        &["show", "features/FEAT-001", "--json"],
+        &["stats"],
+        &["stats", "--json"],
+    ];
+    let insistent: &[Env] = &[
+        &[("CLICOLOR_FORCE", "1"), ("PAGER", "false")],
+        &[("CLICOLOR_FORCE", "1"), ("PAGER", "/nonexistent")],
+        &[
+            ("CLICOLOR", "1"),
+            ("PAGER", "sed s/^/paged:/"),
+            ("TERM", "xterm"),
+        ],
+    ];
+    for args in commands {
+        let plain = cmd(&p, args).run_raw();
+        assert_eq!(plain.code, Some(0), "{args:?}: {plain:?}");
+        assert!(!plain.stdout.contains(&0x1b), "{args:?}: no escape codes");
+        for env in insistent {
+            let out = env
+                .iter()
+                .fold(cmd(&p, args), |cmd, (key, value)| cmd.env(key, value))
+                .run_raw();
+            assert_eq!(
+                (out.code, &out.stdout),
+                (Some(0), &plain.stdout),
+                "{args:?} with {env:?}: as plain as without"
+            );
+        }
+    }
+    // The whole title, however long.
+    let out = run(&p, &["ls", "features"]);
+    assert!(
+        out.stdout_lines().contains(
+            &format!("orchestra://features/LONG  {long_title}  303 B  2026-03-02T10:00:00Z")
+                .as_str()
+        ),
+        "{out:?}"
+    );
+}
+
+#[test]
+fn the_commands_read_while_an_import_holds_the_write_lock() {
+    let p = project();
+    let writer = Connection::open(p.db()).unwrap();
+    writer
+        .execute_batch(
+            "BEGIN IMMEDIATE; DELETE FROM documents WHERE id = 'FEAT-001';
+             INSERT INTO search (search) VALUES ('rebuild');",
+        )
+        .unwrap();
+    // Each sees the last commit.
+    check(&p, &["ls", "features"], 0, &listing(3..6), &[]);
+    let out = cmd(&p, &["show", "features/FEAT-001"]).run_raw();
+    assert_eq!(out.stdout, file("features/FEAT-001.md"));
+    let out = run(&p, &["stats", "--json"]);
+    out.assert_success();
+    assert!(out.stdout.starts_with("{\"documents\":8,"), "{out:?}");
+    writer.execute_batch("ROLLBACK").unwrap();
 }
