@@ -1,19 +1,19 @@
-//! The `orchestra` command line: `import`, `serve` and `search`, their flags, output and exit status.
+//! The `orchestra` command line: the subcommands and their flags; `import` and `serve` run here, the read-only commands (`search`, `ls`, `show`, `stats`) in `cli`.
 
-use std::io::Write;
+mod cli;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use orchestra::cursor;
 use orchestra::import::{self, ChangeKind};
 use orchestra::mcp;
-use orchestra::search::{self, Filter, Search, Under};
 use orchestra::store::Store;
-use orchestra::table::{self, Layout};
-use orchestra::{uri, watch};
+use orchestra::watch;
+
+use cli::DbArg;
 
 /// Serve a project's Markdown knowledge (features, notes, docs) as MCP resources.
 #[derive(Parser)]
@@ -31,22 +31,18 @@ enum Command {
     Serve(ServeArgs),
     /// Find documents: one hit per line, best first. Exit 0 when something
     /// matched, 1 when nothing did, 2 on an error.
-    Search(SearchArgs),
-}
-
-#[derive(Args)]
-struct DbArg {
-    /// The database file [default: $ORCHESTRA_DB, else .orchestra/orchestra.db]
-    #[arg(long, value_name = "PATH", env = "ORCHESTRA_DB", hide_env = true)]
-    db: Option<PathBuf>,
-}
-
-impl DbArg {
-    fn path(&self) -> PathBuf {
-        self.db
-            .clone()
-            .unwrap_or_else(|| PathBuf::from(".orchestra").join("orchestra.db"))
-    }
+    Search(cli::search::SearchArgs),
+    /// List documents in key order, a page at a time: URI, title, size,
+    /// updated. Exit 0 when it listed some, 1 when there were none, 2 on an
+    /// error.
+    Ls(cli::ls::LsArgs),
+    /// Print a document's bytes exactly as imported, or what is stored
+    /// about it. Exit 0 when it exists, 1 when it does not (with the
+    /// nearest ids), 2 on an error.
+    Show(cli::show::ShowArgs),
+    /// Show what the database holds: documents and bytes per prefix, its size,
+    /// the project, the schema version and the last import.
+    Stats(cli::stats::StatsArgs),
 }
 
 #[derive(Args)]
@@ -94,34 +90,6 @@ struct ServeArgs {
     page_size: u32,
 }
 
-#[derive(Args)]
-struct SearchArgs {
-    /// Words to find: `login code` (both), `"sign in"` (phrase), `sync*`
-    /// (prefix), `-draft` (without), `login OR signin` (either); several
-    /// arguments are one query (put an exclusion after `--`: `-- -draft`).
-    /// May be empty ("") with --under or --where.
-    #[arg(required = true, num_args = 1..)]
-    query: Vec<String>,
-    /// Only documents under this prefix or folder: features, notes, docs, docs/adr.
-    #[arg(long, value_name = "PREFIX[/FOLDER]")]
-    under: Option<String>,
-    /// Only documents whose frontmatter KEY equals VALUE (or whose list KEY
-    /// holds VALUE); repeat to require several.
-    #[arg(long = "where", value_name = "KEY=VALUE")]
-    filters: Vec<String>,
-    /// Hits to show, 1-100.
-    #[arg(long, value_name = "N", default_value_t = search::DEFAULT_LIMIT as i64)]
-    limit: i64,
-    /// Continue a search: the cursor printed after its previous page.
-    #[arg(long, value_name = "CURSOR")]
-    cursor: Option<String>,
-    /// Print JSON Lines: one hit per line.
-    #[arg(long)]
-    json: bool,
-    #[command(flatten)]
-    db: DbArg,
-}
-
 fn main() -> ExitCode {
     let matches = Cli::command().get_matches();
     let cli = match Cli::from_arg_matches(&matches) {
@@ -131,32 +99,15 @@ fn main() -> ExitCode {
     init_logging();
     let result = match cli.command {
         Command::Import(args) => run_import(args),
-        Command::Serve(args) => {
-            // `--db` on the command line names the database; from the
-            // environment or by default it is only where to look.
-            let db_given = matches.subcommand_matches("serve").is_some_and(|m| {
-                m.value_source("db") == Some(clap::parser::ValueSource::CommandLine)
-            });
-            run_serve(args, db_given)
+        // `--db` on the command line names the database; from the
+        // environment or by default it is only where to look.
+        Command::Serve(args) => run_serve(args, db_given(&matches, "serve")),
+        Command::Search(args) => return cli::exit_status(cli::search::run(&args)),
+        Command::Ls(args) => {
+            return cli::exit_status(cli::ls::run(&args, db_given(&matches, "ls")));
         }
-        Command::Search(args) => {
-            return match run_search(&args) {
-                Ok(true) => ExitCode::SUCCESS,
-                Ok(false) => ExitCode::from(1),
-                // The reader went away (`| head`): nothing to report.
-                Err(e)
-                    if e.downcast_ref::<std::io::Error>()
-                        .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) =>
-                {
-                    ExitCode::SUCCESS
-                }
-                // As grep: 2 for an error, 1 is "nothing matched".
-                Err(e) => {
-                    eprintln!("orchestra: {e:#}");
-                    ExitCode::from(2)
-                }
-            };
-        }
+        Command::Show(args) => return cli::exit_status(cli::show::run(&args)),
+        Command::Stats(args) => return cli::exit_status(cli::stats::run(&args)),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -165,6 +116,14 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// Whether `--db` was given on the command line of `subcommand`, not taken
+/// from `$ORCHESTRA_DB` or the default.
+fn db_given(matches: &clap::ArgMatches, subcommand: &str) -> bool {
+    matches
+        .subcommand_matches(subcommand)
+        .is_some_and(|m| m.value_source("db") == Some(clap::parser::ValueSource::CommandLine))
 }
 
 /// Logs go to stderr only: stdout of `serve` carries protocol messages.
@@ -299,69 +258,4 @@ fn run_serve(args: ServeArgs, db_given: bool) -> Result<()> {
     // Blocking reads of stdin cannot be cancelled: do not wait for them.
     runtime.shutdown_timeout(std::time::Duration::from_millis(100));
     result
-}
-
-/// Prints a page of hits; true when there was at least one.
-fn run_search(args: &SearchArgs) -> Result<bool> {
-    let under = args.under.as_deref().map(Under::parse).transpose()?;
-    let filters = args
-        .filters
-        .iter()
-        .map(|f| Filter::parse(f))
-        .collect::<Result<Vec<_>, _>>()?;
-    let limit = search::limit(args.limit)?;
-    let query = Search::new(args.query.join(" "), under, filters)?;
-    let fingerprint = query.fingerprint();
-    let resume = args
-        .cursor
-        .as_deref()
-        .map(|c| cursor::decode_search(c, &fingerprint))
-        .transpose()?;
-    // Read-only: works while a server serves and an import writes.
-    let store = Store::open_read_only(&args.db.path())?;
-    let page = store.reader()?.search(&query, resume.as_ref(), limit)?;
-    let mut out = std::io::stdout().lock();
-    if args.json {
-        for hit in &page.hits {
-            let mut line = serde_json::json!({
-                "uri": uri::format(&hit.key),
-                "title": hit.title,
-                "snippet": hit.snippet,
-                "score": hit.score,
-            });
-            if let Some(description) = &hit.description {
-                line["description"] = serde_json::Value::from(description.clone());
-            }
-            writeln!(out, "{line}")?;
-        }
-        return Ok(!page.hits.is_empty());
-    }
-    let layout = Layout::of_stdout();
-    let rows: Vec<Vec<String>> = page
-        .hits
-        .iter()
-        .map(|hit| {
-            vec![
-                uri::format(&hit.key),
-                hit.title.clone(),
-                hit.snippet.clone(),
-            ]
-        })
-        .collect();
-    for line in table::render(&rows, layout) {
-        writeln!(out, "{line}")?;
-    }
-    if matches!(layout, Layout::Terminal { .. }) && !page.hits.is_empty() {
-        let shown = page.hits.len();
-        match &page.next {
-            Some(next) => writeln!(
-                out,
-                "{shown} of {} hits; next page: --cursor {}",
-                page.total,
-                cursor::encode_search(&fingerprint, next)
-            )?,
-            None => writeln!(out, "{} hits", page.total)?,
-        }
-    }
-    Ok(!page.hits.is_empty())
 }

@@ -1,5 +1,6 @@
-//! Rows of text columns for the command line: aligned and clipped to the terminal's width on a terminal, plain (two spaces between columns) elsewhere.
+//! Rows of text columns for the command line: aligned, clipped to the terminal's width and optionally styled on a terminal, plain (two spaces between columns) elsewhere.
 
+use console::Style;
 use unicode_width::UnicodeWidthChar;
 
 /// How rows are laid out.
@@ -25,12 +26,20 @@ impl Layout {
 }
 
 /// The most a padded (non-last) column takes on a terminal.
-const MAX_COLUMN: usize = 48;
+pub const MAX_COLUMN: usize = 48;
 
 /// The lines of `rows`. On a terminal, every column but the last is padded
 /// to the widest cell (at most [`MAX_COLUMN`], longer cells clipped), and
 /// the line is clipped to the width, with `…` where text was cut.
 pub fn render(rows: &[Vec<String>], layout: Layout) -> Vec<String> {
+    render_styled(rows, layout, &[])
+}
+
+/// As [`render`], and on a terminal each cell's visible text (not its
+/// padding) drawn in the style of its column, when `styles` has one. Plain
+/// lines are never styled. Styles are applied as given, whatever
+/// `console::colors_enabled` says: the caller decides whether to colour.
+pub fn render_styled(rows: &[Vec<String>], layout: Layout, styles: &[Style]) -> Vec<String> {
     let Layout::Terminal { width } = layout else {
         return rows.iter().map(|row| row.join("  ")).collect();
     };
@@ -47,25 +56,81 @@ pub fn render(rows: &[Vec<String>], layout: Layout) -> Vec<String> {
         .collect();
     rows.iter()
         .map(|row| {
-            let mut line = String::new();
+            // The line as pieces: each cell's text (with its column) and
+            // the padding after it (with none).
+            let mut pieces: Vec<(Option<usize>, String)> = Vec::new();
             for (c, cell) in row.iter().enumerate() {
                 match widths.get(c) {
                     Some(&w) if c + 1 < row.len() => {
                         let cell = clip(cell, w);
-                        let pad = w - text_width(&cell);
-                        line.push_str(&cell);
-                        line.extend(std::iter::repeat_n(' ', pad + 2));
+                        let pad = w - text_width(&cell) + 2;
+                        pieces.push((Some(c), cell));
+                        pieces.push((None, " ".repeat(pad)));
                     }
-                    _ => line.push_str(cell),
+                    _ => pieces.push((Some(c), cell.clone())),
                 }
             }
-            clip(line.trim_end(), width)
+            trim_end(&mut pieces);
+            clip_pieces(&mut pieces, width);
+            pieces
+                .into_iter()
+                .map(|(column, text)| match column.and_then(|c| styles.get(c)) {
+                    Some(style) if !text.is_empty() => {
+                        style.clone().force_styling(true).apply_to(text).to_string()
+                    }
+                    _ => text,
+                })
+                .collect()
         })
         .collect()
 }
 
+/// Removes the whitespace at the end of the line the pieces make.
+fn trim_end(pieces: &mut Vec<(Option<usize>, String)>) {
+    while let Some((_, text)) = pieces.last_mut() {
+        let kept = text.trim_end().len();
+        text.truncate(kept);
+        if kept > 0 {
+            break;
+        }
+        pieces.pop();
+    }
+}
+
+/// Clips the line the pieces make to `width` columns, as [`clip`] does a
+/// string: the `…` goes into the piece that was cut.
+fn clip_pieces(pieces: &mut Vec<(Option<usize>, String)>, width: usize) {
+    if pieces
+        .iter()
+        .map(|(_, text)| text_width(text))
+        .sum::<usize>()
+        <= width
+    {
+        return;
+    }
+    let mut used = 0;
+    for i in 0..pieces.len() {
+        let text = &mut pieces[i].1;
+        let mut kept = 0;
+        for c in text.chars() {
+            let w = c.width().unwrap_or(0);
+            if used + w + 1 > width {
+                break;
+            }
+            used += w;
+            kept += c.len_utf8();
+        }
+        if kept < text.len() {
+            text.truncate(kept);
+            text.push('…');
+            pieces.truncate(i + 1);
+            return;
+        }
+    }
+}
+
 /// Columns the text takes on a terminal (control characters count as none).
-fn text_width(text: &str) -> usize {
+pub fn text_width(text: &str) -> usize {
     text.chars().map(|c| c.width().unwrap_or(0)).sum()
 }
 
@@ -117,5 +182,46 @@ mod tests {
         // Wide characters count twice.
         assert_eq!(clip("日本語テキスト", 7), "日本語…");
         assert_eq!(clip("short", 10), "short");
+    }
+
+    #[test]
+    fn styles_paint_the_visible_text_of_their_columns() {
+        let table = rows(&[&["a", "bb", "long snippet text"], &["ddd", "", ""]]);
+        let styles = [Style::new().bold(), Style::new(), Style::new().dim()];
+        let cases: &[(usize, &[&str])] = &[
+            (
+                40,
+                &[
+                    "\u{1b}[1ma\u{1b}[0m    bb  \u{1b}[2mlong snippet text\u{1b}[0m",
+                    "\u{1b}[1mddd\u{1b}[0m",
+                ],
+            ),
+            // Cut in the last cell: the `…` is drawn with it.
+            (
+                16,
+                &[
+                    "\u{1b}[1ma\u{1b}[0m    bb  \u{1b}[2mlong s…\u{1b}[0m",
+                    "\u{1b}[1mddd\u{1b}[0m",
+                ],
+            ),
+            // Cut where an unstyled column starts: its `…` is plain.
+            (6, &["\u{1b}[1ma\u{1b}[0m    …", "\u{1b}[1mddd\u{1b}[0m"]),
+        ];
+        for &(width, expected) in cases {
+            let layout = Layout::Terminal { width };
+            let styled = render_styled(&table, layout, &styles);
+            assert_eq!(styled, expected, "width {width}");
+            // Without the styles, the same text as `render`.
+            let stripped: Vec<String> = styled
+                .iter()
+                .map(|line| console::strip_ansi_codes(line).into_owned())
+                .collect();
+            assert_eq!(stripped, render(&table, layout), "width {width}");
+        }
+        // Plain lines never are.
+        assert_eq!(
+            render_styled(&table, Layout::Plain, &styles),
+            ["a  bb  long snippet text", "ddd    "]
+        );
     }
 }

@@ -240,6 +240,11 @@ impl Cmd {
         self
     }
 
+    pub fn env_remove(mut self, key: &str) -> Cmd {
+        self.command.env_remove(key);
+        self
+    }
+
     /// Runs in `dir` instead of the temp folder.
     pub fn current_dir(mut self, dir: impl AsRef<Path>) -> Cmd {
         self.command.current_dir(dir);
@@ -256,13 +261,81 @@ impl Cmd {
     }
 
     /// Runs to completion (killed and failed after [`RUN_TIMEOUT`]).
-    pub fn run(mut self) -> Output {
+    pub fn run(self) -> Output {
+        let raw = self.run_raw();
+        let text = |bytes: Vec<u8>| String::from_utf8(bytes).expect("output is UTF-8");
+        Output {
+            code: raw.code,
+            stdout: text(raw.stdout),
+            stderr: text(raw.stderr),
+        }
+    }
+
+    /// As [`Cmd::run`], the output kept as bytes, which need not be UTF-8.
+    pub fn run_raw(mut self) -> RawOutput {
+        self.command.stdout(Stdio::piped());
+        let (mut child, writer) = self.start();
+        let stdout = drain(child.stdout.take().unwrap());
+        finish(child, writer, stdout)
+    }
+
+    /// Runs with stdout on a new pseudo-terminal of `rows` × `columns`
+    /// (stdin as for [`Cmd::run`], stderr a pipe): what a person at a
+    /// terminal sees, with the terminal's `\r\n` turned back into `\n`
+    /// (and bytes that are not UTF-8 shown as U+FFFD).
+    /// The command must set `PAGER`: `less` would wait for keys.
+    pub fn run_on_terminal(mut self, rows: u16, columns: u16) -> Output {
+        use std::os::fd::{FromRawFd, OwnedFd};
+        assert!(
+            self.command.get_envs().any(|(key, _)| key == "PAGER"),
+            "a run on a terminal must set PAGER"
+        );
+        let size = libc::winsize {
+            ws_row: rows,
+            ws_col: columns,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        let (mut master, mut slave) = (0, 0);
+        // SAFETY: openpty writes two new descriptors, owned from here on.
+        let rc = unsafe {
+            libc::openpty(
+                &mut master,
+                &mut slave,
+                std::ptr::null_mut(),
+                std::ptr::null(),
+                &size,
+            )
+        };
+        assert_eq!(rc, 0, "openpty: {}", std::io::Error::last_os_error());
+        let (master, slave) = unsafe {
+            (
+                std::fs::File::from_raw_fd(master),
+                OwnedFd::from_raw_fd(slave),
+            )
+        };
+        self.command.stdout(Stdio::from(slave));
+        let (child, writer) = self.start();
+        // Our copy of the terminal's end goes with the command: reading the
+        // other end ends when the processes' copies close.
+        drop(self);
+        let raw = finish(child, writer, drain(master));
+        Output {
+            code: raw.code,
+            // What a terminal would show: bytes that are not UTF-8 as U+FFFD.
+            stdout: String::from_utf8_lossy(&raw.stdout).replace("\r\n", "\n"),
+            stderr: String::from_utf8(raw.stderr).expect("stderr is UTF-8"),
+        }
+    }
+
+    /// Spawns the command (stdout as configured, stderr piped) and the
+    /// thread that feeds its stdin.
+    fn start(&mut self) -> (Child, Option<std::thread::JoinHandle<()>>) {
         if self.input.is_some() {
             self.command.stdin(Stdio::piped());
         }
         let mut child = self
             .command
-            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .expect("start orchestra");
@@ -273,37 +346,63 @@ impl Cmd {
                 let _ = stdin.write_all(&input);
             })
         });
-        let drain = |mut pipe: Box<dyn Read + Send>| {
-            std::thread::spawn(move || {
-                let mut bytes = Vec::new();
-                pipe.read_to_end(&mut bytes).unwrap();
-                bytes
-            })
-        };
-        let stdout = drain(Box::new(child.stdout.take().unwrap()));
-        let stderr = drain(Box::new(child.stderr.take().unwrap()));
-        let started = Instant::now();
-        let status = loop {
-            if let Some(status) = child.try_wait().unwrap() {
-                break status;
-            }
-            if started.elapsed() > RUN_TIMEOUT {
-                child.kill().unwrap();
-                child.wait().unwrap();
-                panic!("orchestra hung: killed after {RUN_TIMEOUT:?}");
-            }
-            std::thread::sleep(Duration::from_millis(5));
-        };
-        if let Some(writer) = writer {
-            writer.join().unwrap();
-        }
-        let text = |bytes: Vec<u8>| String::from_utf8(bytes).expect("output is UTF-8");
-        Output {
-            code: status.code(),
-            stdout: text(stdout.join().unwrap()),
-            stderr: text(stderr.join().unwrap()),
-        }
+        (child, writer)
     }
+}
+
+/// Reads `pipe` to its end in a thread. A terminal's end reports an error
+/// (EIO) once nothing holds the other: that is its end too.
+fn drain(mut pipe: impl Read + Send + 'static) -> std::thread::JoinHandle<Vec<u8>> {
+    std::thread::spawn(move || {
+        let mut bytes = Vec::new();
+        let mut buf = [0; 8192];
+        loop {
+            match pipe.read(&mut buf) {
+                Ok(0) => return bytes,
+                Err(e) if e.raw_os_error() == Some(libc::EIO) => return bytes,
+                Err(e) => panic!("read the output: {e}"),
+                Ok(n) => bytes.extend_from_slice(&buf[..n]),
+            }
+        }
+    })
+}
+
+/// Waits for `child` (killed and failed after [`RUN_TIMEOUT`]) and collects its output.
+fn finish(
+    mut child: Child,
+    writer: Option<std::thread::JoinHandle<()>>,
+    stdout: std::thread::JoinHandle<Vec<u8>>,
+) -> RawOutput {
+    let stderr = drain(child.stderr.take().unwrap());
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if started.elapsed() > RUN_TIMEOUT {
+            child.kill().unwrap();
+            child.wait().unwrap();
+            panic!("orchestra hung: killed after {RUN_TIMEOUT:?}");
+        }
+        std::thread::sleep(Duration::from_millis(5));
+    };
+    if let Some(writer) = writer {
+        writer.join().unwrap();
+    }
+    RawOutput {
+        code: status.code(),
+        stdout: stdout.join().unwrap(),
+        stderr: stderr.join().unwrap(),
+    }
+}
+
+/// What one run wrote, as bytes, and how it ended.
+#[derive(Debug)]
+pub struct RawOutput {
+    /// The exit code; `None` when killed by a signal.
+    pub code: Option<i32>,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
 }
 
 /// What one run printed, and how it ended.

@@ -1,0 +1,128 @@
+//! The read-only commands for people at a terminal (`search`, `ls`, `show`, `stats`) and what they share: the `--db` flag, opening the store read-only, naming a document, and the exit status.
+
+pub mod ls;
+mod out;
+pub mod search;
+pub mod show;
+pub mod stats;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Result, anyhow, bail};
+use clap::Args;
+
+use orchestra::doc::{DocKey, Prefix, is_valid_id};
+use orchestra::store::{Reader, Store};
+use orchestra::uri;
+
+#[derive(Args)]
+pub struct DbArg {
+    /// The database file [default: $ORCHESTRA_DB, else .orchestra/orchestra.db]
+    #[arg(long, value_name = "PATH", env = "ORCHESTRA_DB", hide_env = true)]
+    pub db: Option<PathBuf>,
+}
+
+impl DbArg {
+    pub fn path(&self) -> PathBuf {
+        self.db
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(".orchestra").join("orchestra.db"))
+    }
+}
+
+/// A reader of the database, opened read-only: it works while a server
+/// serves and an import writes, and never migrates or creates anything.
+pub fn open(db: &DbArg) -> Result<Reader> {
+    Store::open_read_only(&db.path())?.reader()
+}
+
+/// The document `text` names: its `orchestra://` URI (any spelling
+/// `uri::parse` accepts), or `prefix/id`. No id holds `//`, so a `://`
+/// always means a URI.
+pub fn parse_ref(text: &str) -> Result<DocKey> {
+    if text.contains("://") {
+        return uri::parse(text).map_err(|e| anyhow!("{text:?} is not a document uri: {e}"));
+    }
+    let Some((prefix, id)) = text.split_once('/') else {
+        bail!(
+            "{text:?} names no document: write prefix/id (features/FEAT-001) or an orchestra:// uri"
+        );
+    };
+    let prefix = Prefix::parse(prefix)
+        .ok_or_else(|| anyhow!("{text:?} names no prefix: use features, notes or docs"))?;
+    if !is_valid_id(id) {
+        bail!("{text:?} names no document: {id:?} cannot be an id");
+    }
+    Ok(DocKey::new(prefix, id))
+}
+
+/// The exit status of a read command that returned whether it showed
+/// anything: 0 when it did, 1 when there was nothing to show, 2 on an error
+/// (printed on stderr), as grep. A reader that went away (`| head`) is not
+/// an error.
+pub fn exit_status(result: Result<bool>) -> ExitCode {
+    match result {
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::from(1),
+        Err(e)
+            if e.downcast_ref::<std::io::Error>()
+                .is_some_and(|e| e.kind() == std::io::ErrorKind::BrokenPipe) =>
+        {
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("orchestra: {e:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn references() {
+        let cases = [
+            ("features/FEAT-001", Ok("features/FEAT-001")),
+            ("docs/adr/0001", Ok("docs/adr/0001")),
+            ("orchestra://docs/adr/0001", Ok("docs/adr/0001")),
+            (
+                "orchestra://notes/caf%C3%A9%20notes",
+                Ok("notes/café notes"),
+            ),
+            ("notes/meeting 10:30", Ok("notes/meeting 10:30")),
+            (
+                "featurez/FEAT-001",
+                Err("\"featurez/FEAT-001\" names no prefix: use features, notes or docs"),
+            ),
+            (
+                "FEAT-001",
+                Err(
+                    "\"FEAT-001\" names no document: write prefix/id (features/FEAT-001) or an orchestra:// uri",
+                ),
+            ),
+            (
+                "features/a//b",
+                Err("\"features/a//b\" names no document: \"a//b\" cannot be an id"),
+            ),
+            (
+                "features/../x",
+                Err("\"features/../x\" names no document: \"../x\" cannot be an id"),
+            ),
+            (
+                "http://features/x",
+                Err(
+                    "\"http://features/x\" is not a document uri: unsupported uri scheme \"http\", expected orchestra",
+                ),
+            ),
+        ];
+        for (text, expected) in cases {
+            let got = parse_ref(text)
+                .map(|key| key.to_string())
+                .map_err(|e| e.to_string());
+            assert_eq!(got.as_deref().map_err(String::as_str), expected, "{text}");
+        }
+    }
+}
