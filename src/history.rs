@@ -1,7 +1,9 @@
 //! What people and agents ask of a document's history, over the store's versions: the default pair of versions to compare, a unified diff between two versions, and how a version's time is written.
 
+use serde_json::{Value, json};
+
 use crate::doc::DocKey;
-use crate::store::Reader;
+use crate::store::{Reader, Version};
 use crate::uri;
 
 /// A unified diff between two versions of a document.
@@ -24,6 +26,21 @@ const CONTEXT: usize = 3;
 pub fn time_text(ms: i64) -> String {
     let time = std::time::UNIX_EPOCH + std::time::Duration::from_millis(ms.max(0) as u64);
     humantime::format_rfc3339_seconds(time).to_string()
+}
+
+/// One version as JSON: what the `history` tool, `orchestra log --json`
+/// and the viewer say of it.
+pub fn version_json(version: &Version) -> Value {
+    json!({
+        "version": version.number,
+        "uri": uri::format_versioned(&version.key, version.number),
+        "time": version.committed_ms.map(time_text),
+        "size": version.size,
+        "hash": version.hash.map(|h| blake3::Hash::from(h).to_hex().to_string()),
+        "title": version.title,
+        "removed": version.removed(),
+        "current": version.current,
+    })
 }
 
 /// The diff of `key` from version `from` to version `to`. `to` defaults to

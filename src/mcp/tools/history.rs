@@ -10,7 +10,6 @@ use crate::cursor;
 use crate::doc::DocKey;
 use crate::history::{self, DiffError};
 use crate::mcp::{Context, MIME_TYPE, icons};
-use crate::store::Version;
 use crate::uri;
 
 pub const HISTORY: &str = "history";
@@ -122,20 +121,6 @@ fn unknown_arguments(arguments: &Map<String, Value>, known: &[&str]) -> Result<(
     }
 }
 
-/// One version as JSON.
-pub fn version_json(version: &Version) -> Value {
-    json!({
-        "version": version.number,
-        "uri": uri::format_versioned(&version.key, version.number),
-        "time": version.committed_ms.map(history::time_text),
-        "size": version.size,
-        "hash": version.hash.map(|h| blake3::Hash::from(h).to_hex().to_string()),
-        "title": version.title,
-        "removed": version.removed(),
-        "current": version.current,
-    })
-}
-
 /// A `history` call.
 pub fn history(
     ctx: &Context,
@@ -187,7 +172,7 @@ pub fn history(
     };
     let mut structured = json!({
         "uri": uri::format(&key),
-        "versions": versions.iter().map(version_json).collect::<Vec<_>>(),
+        "versions": versions.iter().map(history::version_json).collect::<Vec<_>>(),
     });
     if let Some(next) = &next {
         structured["nextCursor"] = Value::from(next.clone());
