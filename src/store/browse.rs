@@ -118,8 +118,12 @@ impl Reader {
     }
 
     /// Runs `reads` in one read transaction: every read in it sees the
-    /// same commit.
+    /// same commit. Nested calls join the outer transaction.
     pub fn in_transaction<T>(&self, reads: impl FnOnce() -> Result<T>) -> Result<T> {
+        // Inside another's transaction: part of it.
+        if !self.conn.is_autocommit() {
+            return reads();
+        }
         self.conn.execute_batch("BEGIN")?;
         let result = reads();
         // A read transaction has nothing to keep: ending it cannot lose data.

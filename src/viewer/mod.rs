@@ -7,6 +7,7 @@
 //! the same in a backlog of any size. The Host, Origin and token checks of
 //! the HTTP server stand in front of every route here.
 
+mod diff;
 mod pages;
 pub mod render;
 
@@ -99,6 +100,7 @@ pub fn router(store: Store, changes: broadcast::Sender<Arc<ChangeBatch>>) -> Rou
         .route("/ls/{*under}", get(pages::list))
         .route("/doc/{*key}", get(pages::document))
         .route("/raw/{*key}", get(raw))
+        .route("/diff/{*key}", get(diff::diff))
         .route("/events", get(events))
         .route("/assets/{name}", get(asset))
         .with_state(viewer)
@@ -156,14 +158,47 @@ fn key_of_path(request_path: &str, route: &str) -> Option<DocKey> {
 }
 
 /// GET `/raw/{prefix}/{id…}`: the stored bytes, as a download.
-async fn raw(State(viewer): State<Arc<Viewer>>, request: Request) -> Response {
+async fn raw(
+    State(viewer): State<Arc<Viewer>>,
+    Query(query): Query<RawQuery>,
+    request: Request,
+) -> Response {
     let Some(key) = key_of_path(request.uri().path(), "/raw/") else {
         return pages::not_found("not a document path").await;
     };
+    let version = match query.version.as_deref().filter(|v| !v.is_empty()) {
+        None => None,
+        Some(text) => match text.parse::<u32>() {
+            Ok(n) if n >= 1 => Some(n),
+            _ => return pages::not_found("A version is a number from 1.").await,
+        },
+    };
     let store = viewer.store.clone();
     let lookup = key.clone();
-    let fetched =
-        tokio::task::spawn_blocking(move || store.reader()?.get(&lookup, MAX_RAW_BYTES)).await;
+    let fetched = tokio::task::spawn_blocking(move || {
+        let reader = store.reader()?;
+        match version {
+            None => reader.get(&lookup, MAX_RAW_BYTES),
+            Some(number) => Ok(reader.version(&lookup, number)?.map(|found| {
+                if found.version.size > MAX_RAW_BYTES {
+                    crate::store::Fetched::TooLarge {
+                        size: found.version.size,
+                    }
+                } else {
+                    crate::store::Fetched::Document(crate::store::Document {
+                        key: lookup.clone(),
+                        title: found.version.title,
+                        description: None,
+                        frontmatter: None,
+                        mtime_ns: 0,
+                        is_text: found.version.is_text,
+                        body: found.body,
+                    })
+                }
+            })),
+        }
+    })
+    .await;
     let doc = match fetched {
         Ok(Ok(Some(crate::store::Fetched::Document(doc)))) => doc,
         Ok(Ok(Some(crate::store::Fetched::TooLarge { size }))) => {
@@ -173,7 +208,7 @@ async fn raw(State(viewer): State<Arc<Viewer>>, request: Request) -> Response {
                 format!("The document is {size} bytes, more than the server sends."),
             );
         }
-        Ok(Ok(None)) => return pages::missing(&viewer, key).await,
+        Ok(Ok(None)) => return pages::missing(&viewer, key, version).await,
         Ok(Err(e)) => return pages::internal(e),
         Err(e) => return pages::internal(e.into()),
     };
@@ -252,6 +287,11 @@ fn assets_version() -> &'static str {
     static VERSION: std::sync::LazyLock<String> =
         std::sync::LazyLock::new(|| asset_version(&format!("{CSS}{JS}")));
     &VERSION
+}
+
+#[derive(serde::Deserialize)]
+struct RawQuery {
+    version: Option<String>,
 }
 
 #[derive(serde::Deserialize)]

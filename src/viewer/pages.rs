@@ -13,23 +13,23 @@ use super::{LIST_PAGE, MAX_RENDERED_BYTES, Viewer, assets_version, html, key_of_
 use crate::cursor;
 use crate::doc::{DocKey, Prefix};
 use crate::search::{self, Filter, Search, SearchError, Under};
-use crate::store::{DocSummary, Fetched, Hit, Store};
+use crate::store::{DocSummary, Fetched, Hit, Store, Version};
 use crate::uri;
 
 /// What every page carries around its content.
-struct Chrome {
+pub(super) struct Chrome {
     /// The feed sequence the page shows: live updates start after it.
-    seq: i64,
+    pub(super) seq: i64,
     /// Which changes concern the page: `*` (any), `doc:prefix/id`, or
     /// `under:prefix/folder/`.
-    watch: String,
+    pub(super) watch: String,
     /// The search box's text.
-    query: String,
-    asset_version: &'static str,
+    pub(super) query: String,
+    pub(super) asset_version: &'static str,
 }
 
 impl Chrome {
-    fn new(seq: i64, watch: String) -> Chrome {
+    pub(super) fn new(seq: i64, watch: String) -> Chrome {
         Chrome {
             seq,
             watch,
@@ -39,14 +39,14 @@ impl Chrome {
     }
 }
 
-struct Crumb {
-    name: String,
-    href: String,
+pub(super) struct Crumb {
+    pub(super) name: String,
+    pub(super) href: String,
 }
 
 /// `docs/adr/x` → `docs` (`/ls/docs`), `adr` (`/ls/docs/adr`), `x`…: the
 /// folders above a document or listing, each a link to its listing.
-fn crumbs(prefix: Prefix, folders: &str) -> Vec<Crumb> {
+pub(super) fn crumbs(prefix: Prefix, folders: &str) -> Vec<Crumb> {
     let mut crumbs = vec![Crumb {
         name: prefix.to_string(),
         href: format!("/ls/{prefix}"),
@@ -86,6 +86,11 @@ pub fn human_size(bytes: u64) -> String {
     format!("{value:.1} {}", UNITS[unit])
 }
 
+/// A commit time (ms since the epoch) as `2026-11-30 14:02 UTC`.
+fn date_ms(ms: i64) -> String {
+    date(ms.saturating_mul(1_000_000))
+}
+
 /// A file time as `2026-11-30 14:02 UTC`.
 fn date(mtime_ns: i64) -> String {
     let time = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(mtime_ns.max(0) as u64);
@@ -94,7 +99,7 @@ fn date(mtime_ns: i64) -> String {
 }
 
 /// Runs `read` on a pooled connection off the async threads.
-async fn read<T: Send + 'static>(
+pub(super) async fn read<T: Send + 'static>(
     store: &Store,
     read: impl FnOnce(&crate::store::Reader) -> anyhow::Result<T> + Send + 'static,
 ) -> anyhow::Result<T> {
@@ -133,7 +138,7 @@ pub(super) fn error_page(status: StatusCode, heading: &str, message: String) -> 
     rendered(status, page.render())
 }
 
-fn rendered(status: StatusCode, page: askama::Result<String>) -> Response {
+pub(super) fn rendered(status: StatusCode, page: askama::Result<String>) -> Response {
     match page {
         Ok(body) => html(status, body),
         Err(e) => internal(e.into()),
@@ -144,17 +149,46 @@ pub(super) async fn not_found(message: &str) -> Response {
     error_page(StatusCode::NOT_FOUND, "Not found", message.to_string())
 }
 
-/// The page for a document that is not there: 404, and the nearest ids.
-pub(super) async fn missing(viewer: &Viewer, key: DocKey) -> Response {
+/// The page for a document (or version) that is not there: 404, the
+/// versions it had if it had any, else the nearest ids.
+pub(super) async fn missing(viewer: &Viewer, key: DocKey, version: Option<u32>) -> Response {
     let lookup = key.clone();
-    let near = read(&viewer.store, move |r| r.nearest(&lookup, 5))
-        .await
-        .unwrap_or_default();
+    let found = read(&viewer.store, move |r| {
+        Ok((
+            r.history(&lookup, None, HISTORY_SHOWN)?,
+            r.nearest(&lookup, 5)?,
+        ))
+    })
+    .await;
+    let (history, near) = found.unwrap_or_default();
+    let path = uri_path(&key);
+    let suggestions = if history.is_empty() {
+        near.iter().map(|k| (doc_path(k), k.to_string())).collect()
+    } else {
+        history
+            .iter()
+            .filter(|v| !v.removed())
+            .map(|v| {
+                (
+                    format!("/doc/{path}?version={}", v.number),
+                    format!("version {}: {}", v.number, v.title),
+                )
+            })
+            .collect()
+    };
+    let message = match (version, history.is_empty()) {
+        (Some(n), _) => format!("There is no version {n} of {} to show.", uri::format(&key)),
+        (None, true) => format!("There is no document {}.", uri::format(&key)),
+        (None, false) => format!(
+            "{} was removed; its versions stay readable.",
+            uri::format(&key)
+        ),
+    };
     let page = ErrorPage {
         chrome: Chrome::new(0, format!("doc:{key}")),
         heading: "Not found".to_string(),
-        message: format!("There is no document {}.", uri::format(&key)),
-        suggestions: near.iter().map(|k| (doc_path(k), k.to_string())).collect(),
+        message,
+        suggestions,
     };
     rendered(StatusCode::NOT_FOUND, page.render())
 }
@@ -359,6 +393,11 @@ struct DocPage {
     html: Option<String>,
     /// Text, but more than a page renders.
     too_large: bool,
+    /// A past version: its number and the newest version's.
+    version: Option<(u32, u32)>,
+    current_href: String,
+    history: Vec<HistoryRow>,
+    history_more: bool,
     source: Option<String>,
     raw_href: String,
 }
@@ -392,38 +431,105 @@ fn frontmatter_rows(json: Option<&str>) -> Vec<(String, String)> {
         .collect()
 }
 
-/// GET `/doc/{prefix}/{id…}`: a document, rendered.
-pub(super) async fn document(State(viewer): State<Arc<Viewer>>, request: Request) -> Response {
+/// What a document page shows: the current document or one of its versions.
+struct Shown {
+    title: String,
+    description: Option<String>,
+    frontmatter: Option<String>,
+    size: u64,
+    updated: String,
+    is_text: bool,
+    /// The bytes, unless binary or too large to render.
+    body: Option<Vec<u8>>,
+    /// For a past version: its number, and the number of the newest.
+    version: Option<(u32, u32)>,
+}
+
+#[derive(serde::Deserialize)]
+pub(super) struct DocQuery {
+    version: Option<String>,
+}
+
+/// GET `/doc/{prefix}/{id…}[?version=N]`: a document, or one of its
+/// versions, rendered, with its history.
+pub(super) async fn document(
+    State(viewer): State<Arc<Viewer>>,
+    Query(query): Query<DocQuery>,
+    request: Request,
+) -> Response {
     let Some(key) = key_of_path(request.uri().path(), "/doc/") else {
         return not_found("That is not a document path: /doc/{prefix}/{id}.").await;
     };
+    let version = match query.version.as_deref().filter(|v| !v.is_empty()) {
+        None => None,
+        Some(text) => match text.parse::<u32>() {
+            Ok(n) if n >= 1 => Some(n),
+            _ => return not_found("A version is a number from 1.").await,
+        },
+    };
     let lookup = key.clone();
     let answered = read(&viewer.store, move |r| {
-        // One read transaction: the document and its links' state agree.
+        // One read transaction: the document, its history and its links agree.
         r.in_transaction(|| {
             let seq = r.seq()?;
-            let Some(meta) = r.meta(&lookup)? else {
-                return Ok(None);
+            let history = r.history(&lookup, None, HISTORY_SHOWN + 1)?;
+            let shown = match version {
+                None => {
+                    let Some(meta) = r.meta(&lookup)? else {
+                        return Ok(None);
+                    };
+                    let body = match r.get(&lookup, MAX_RENDERED_BYTES)? {
+                        Some(Fetched::Document(doc)) if doc.is_text => Some(doc.body),
+                        _ => None,
+                    };
+                    Shown {
+                        title: meta.title,
+                        description: meta.description,
+                        frontmatter: meta.frontmatter,
+                        size: meta.size,
+                        updated: format!("updated {}", date(meta.mtime_ns)),
+                        is_text: meta.is_text,
+                        body,
+                        version: None,
+                    }
+                }
+                Some(number) => {
+                    let Some(found) = r.version(&lookup, number)? else {
+                        return Ok(None);
+                    };
+                    let v = found.version;
+                    let extracted = v.is_text.then(|| {
+                        crate::frontmatter::extract(&String::from_utf8_lossy(&found.body))
+                    });
+                    Shown {
+                        title: v.title,
+                        description: extracted.as_ref().and_then(|e| e.description.clone()),
+                        frontmatter: extracted.and_then(|e| e.frontmatter).map(|f| f.to_string()),
+                        size: v.size,
+                        updated: v.committed_ms.map_or_else(
+                            || "imported at a time not recorded".to_string(),
+                            |ms| format!("imported {}", date_ms(ms)),
+                        ),
+                        is_text: v.is_text,
+                        body: (v.is_text && v.size <= MAX_RENDERED_BYTES).then_some(found.body),
+                        version: Some((number, history.first().map_or(number, |h| h.number))),
+                    }
+                }
             };
-            let fetched = r.get(&lookup, MAX_RENDERED_BYTES)?;
-            let body = match fetched {
-                Some(Fetched::Document(doc)) if doc.is_text => Some(doc.body),
-                _ => None,
-            };
-            let rendered = body.as_ref().map(|body| {
+            let rendered = shown.body.as_ref().map(|body| {
                 let text = String::from_utf8_lossy(body);
                 let markdown = crate::frontmatter::split(&text).map_or(&*text, |(_, body)| body);
-                render::render(&lookup, markdown, &meta.title, |k| {
+                render::render(&lookup, markdown, &shown.title, |k| {
                     r.exists(k).unwrap_or(false)
                 })
             });
-            Ok(Some((seq, meta, body, rendered)))
+            Ok(Some((seq, shown, history, rendered)))
         })
     })
     .await;
-    let (seq, meta, body, markdown) = match answered {
+    let (seq, shown, history, markdown) = match answered {
         Ok(Some(found)) => found,
-        Ok(None) => return missing(&viewer, key).await,
+        Ok(None) => return missing(&viewer, key, version).await,
         Err(e) => return internal(e),
     };
     let folders = key.id.rsplit_once('/').map_or("", |(folders, _)| folders);
@@ -431,24 +537,92 @@ pub(super) async fn document(State(viewer): State<Arc<Viewer>>, request: Request
         Some(rendered) => (Some(rendered.html), rendered.headings),
         None => (None, Vec::new()),
     };
+    let path = uri_path(&key);
+    let (uri, raw_href, watch) = match shown.version {
+        // A version never changes: its page does not follow imports.
+        Some((number, _)) => (
+            uri::format_versioned(&key, number),
+            format!("/raw/{path}?version={number}"),
+            String::new(),
+        ),
+        None => (
+            uri::format(&key),
+            format!("/raw/{path}"),
+            format!("doc:{key}"),
+        ),
+    };
+    let history_more = history.len() > HISTORY_SHOWN;
     let page = DocPage {
-        chrome: Chrome::new(seq, format!("doc:{key}")),
+        chrome: Chrome::new(seq, watch),
         crumbs: crumbs(key.prefix, folders),
-        uri: uri::format(&key),
+        uri,
         source_path: format!("{key}.md"),
-        title: meta.title.clone(),
-        description: meta.description.clone(),
-        size: human_size(meta.size),
-        bytes: meta.size,
-        updated: date(meta.mtime_ns),
-        frontmatter: frontmatter_rows(meta.frontmatter.as_deref()),
+        title: shown.title.clone(),
+        description: shown.description.clone(),
+        size: human_size(shown.size),
+        bytes: shown.size,
+        updated: shown.updated.clone(),
+        frontmatter: frontmatter_rows(shown.frontmatter.as_deref()),
         toc,
-        too_large: html.is_none() && meta.is_text,
+        too_large: html.is_none() && shown.is_text,
         html,
-        source: body.map(|b| String::from_utf8_lossy(&b).into_owned()),
-        raw_href: format!("/raw/{}", uri_path(&key)),
+        source: shown.body.map(|b| String::from_utf8_lossy(&b).into_owned()),
+        raw_href,
+        version: shown.version,
+        current_href: doc_path(&key),
+        history: history_rows(
+            &key,
+            &history[..history.len().min(HISTORY_SHOWN)],
+            shown.version.map(|v| v.0),
+        ),
+        history_more,
     };
     rendered(StatusCode::OK, page.render())
+}
+
+/// Versions listed on a document page.
+const HISTORY_SHOWN: usize = 50;
+
+/// One version in a document's history panel.
+struct HistoryRow {
+    number: u32,
+    href: Option<String>,
+    time: String,
+    size: String,
+    title: String,
+    removed: bool,
+    current: bool,
+    /// This version is the page being shown.
+    shown: bool,
+    /// The diff with the version with bytes before it.
+    diff_href: Option<String>,
+}
+
+fn history_rows(key: &DocKey, versions: &[Version], shown: Option<u32>) -> Vec<HistoryRow> {
+    let path = uri_path(key);
+    versions
+        .iter()
+        .enumerate()
+        .map(|(i, v)| {
+            let previous = versions[i + 1..].iter().find(|p| !p.removed());
+            HistoryRow {
+                number: v.number,
+                href: (!v.removed()).then(|| format!("/doc/{path}?version={}", v.number)),
+                time: v.committed_ms.map_or_else(|| "—".to_string(), date_ms),
+                size: human_size(v.size),
+                title: v.title.clone(),
+                removed: v.removed(),
+                current: v.current,
+                shown: shown == Some(v.number) || (shown.is_none() && v.current),
+                diff_href: match previous {
+                    Some(p) if !v.removed() => {
+                        Some(format!("/diff/{path}?from={}&to={}", p.number, v.number))
+                    }
+                    _ => None,
+                },
+            }
+        })
+        .collect()
 }
 
 struct HitRow {

@@ -418,3 +418,83 @@ fn a_text_too_large_to_render_is_offered_as_a_download() {
     );
     assert_eq!(page(&server, "/raw/notes/big").body, big.as_bytes());
 }
+
+#[test]
+fn a_document_page_shows_its_history_each_version_opens_and_diffs() {
+    let p = linked_project();
+    p.file(
+        "notes/field notes.md",
+        "# Field notes\n\nCafé visits.\nA second line.\n",
+    );
+    p.import(&[]).assert_success();
+    p.remove("notes/field notes.md");
+    p.import(&[]).assert_success();
+    p.file(
+        "notes/field notes.md",
+        "# Field notes, back\n\nCafé visits.\n",
+    );
+    p.import(&[]).assert_success();
+    let server = HttpServer::start(&p, &[]);
+    let doc = page(&server, "/doc/notes/field%20notes");
+    assert_contains(
+        &doc,
+        &[
+            "History: 4 versions",
+            r#"<a href="/doc/notes/field%20notes?version=4">4</a> (current)"#,
+            "<em>removed</em>",
+            r#"<a href="/doc/notes/field%20notes?version=2">2</a>"#,
+            // Version 4's predecessor with bytes is 2: the removal has none.
+            r#"<a class="diff-link" href="/diff/notes/field%20notes?from=2&#38;to=4">diff</a>"#,
+            r#"<a class="diff-link" href="/diff/notes/field%20notes?from=1&#38;to=2">diff</a>"#,
+        ],
+    );
+    // A past version: its own text, its versioned URI, and no live updates.
+    let v2 = page(&server, "/doc/notes/field%20notes?version=2");
+    v2.expect(200);
+    assert_contains(
+        &v2,
+        &[
+            "Version 2 of 4.",
+            r#"<code id="doc-uri">orchestra://notes/field%20notes?version=2</code>"#,
+            "A second line.",
+            r#"data-watch="""#,
+        ],
+    );
+    assert_eq!(
+        page(&server, "/raw/notes/field%20notes?version=2").body,
+        b"# Field notes\n\nCaf\xc3\xa9 visits.\nA second line.\n"
+    );
+    // A removal and a version that never was: 404, listing the versions.
+    for missing in ["?version=3", "?version=9"] {
+        let resp = page(&server, &format!("/doc/notes/field%20notes{missing}"));
+        resp.expect(404);
+        assert_contains(&resp, &["version 1: Field notes"]);
+    }
+    page(&server, "/doc/notes/field%20notes?version=x").expect(404);
+    // The diff view.
+    let diff = page(&server, "/diff/notes/field%20notes?from=1&to=2");
+    diff.expect(200);
+    assert_contains(
+        &diff,
+        &[
+            "version 1 → 2",
+            r#"<span class="hunk">@@ -1,3 +1,4 @@</span>"#,
+            r#"<span class="add">+A second line.</span>"#,
+            r#"<span class="same"> Café visits.</span>"#,
+        ],
+    );
+    page(&server, "/diff/notes/field%20notes?from=1&to=3").expect(404);
+    page(&server, "/diff/notes/field%20notes?from=zero").expect(400);
+    // A removed document's page says so and links its versions.
+    p.remove("notes/field notes.md");
+    p.import(&[]).assert_success();
+    let gone = page(&server, "/doc/notes/field%20notes");
+    gone.expect(404);
+    assert_contains(
+        &gone,
+        &[
+            "was removed; its versions stay readable",
+            r#"<a href="/doc/notes/field%20notes?version=4">version 4: Field notes, back</a>"#,
+        ],
+    );
+}
