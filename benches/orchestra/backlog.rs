@@ -220,3 +220,30 @@ pub fn touch_one_percent(backlog: &Backlog, n: usize, seed: u64, variant: u64) -
     }
     Ok(changed)
 }
+
+/// Rewrites every document as `variant` (a new body and title), on as many
+/// threads as there are cores; returns how many.
+pub fn rewrite_all(backlog: &Backlog, n: usize, seed: u64, variant: u64) -> Res<usize> {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let project = &backlog.project;
+    std::thread::scope(|scope| -> Res<()> {
+        let handles: Vec<_> = (0..threads)
+            .map(|t| {
+                scope.spawn(move || -> std::io::Result<()> {
+                    for i in (t..n).step_by(threads) {
+                        let mut rng = Rng::new(seed, i as u64);
+                        let path = doc_path(i, &mut rng);
+                        let text = doc_text(i, n, variant, seed, &mut rng, &path);
+                        fs::write(project.join(format!("{path}.md")), text)?;
+                    }
+                    Ok(())
+                })
+            })
+            .collect();
+        for handle in handles {
+            handle.join().map_err(|_| "rewriter thread panicked")??;
+        }
+        Ok(())
+    })?;
+    Ok(n)
+}

@@ -47,6 +47,19 @@ pub fn baseline_bin() -> Res<Option<PathBuf>> {
     Ok(Some(bin))
 }
 
+/// `$ORCHESTRA_NOHISTORY_BIN`: an orchestra from before history, for the
+/// 1% re-import beside it.
+pub fn no_history_bin() -> Res<Option<PathBuf>> {
+    let Some(path) = std::env::var_os("ORCHESTRA_NOHISTORY_BIN") else {
+        return Ok(None);
+    };
+    let bin = PathBuf::from(path);
+    if !bin.is_file() {
+        return Err(format!("ORCHESTRA_NOHISTORY_BIN: no binary at {}", bin.display()).into());
+    }
+    Ok(Some(bin))
+}
+
 fn newest_mtime(dir: &Path) -> Option<std::time::SystemTime> {
     let mut newest = None;
     for entry in fs::read_dir(dir).ok()?.flatten() {

@@ -71,6 +71,9 @@
 //! * `http_load`: many HTTP clients at once, with `http_client`.
 //! * `search`: the `search` tool over a pipe, beside `raw_sqlite`'s FTS5
 //!   table; `search_import`: what the index costs an import.
+//! * `history`: document history: every document through 10 versions,
+//!   reads and listings beside the same database without history, version
+//!   reads, the history's size, a 1% re-import beside a binary from before.
 //! * `viewer`: the web viewer's document and list pages over HTTP, beside
 //!   the JSON read of the same document, and its assets' size.
 //! * `report`: tables, JSON, progress; `units`: how figures are written;
@@ -86,6 +89,7 @@
 //! append its rows; then describe it above and in BENCHMARKS.md.
 
 mod backlog;
+mod history;
 mod http_client;
 mod http_load;
 mod import;
@@ -129,6 +133,8 @@ struct Options {
     keep: bool,
     /// Concurrent clients of the HTTP load test (0: skipped).
     http_clients: usize,
+    /// Measure what document history costs (10 versions of every document).
+    history: bool,
     /// Measure search (the raw FTS5 table, the `search` tool, the index's
     /// import cost).
     search: bool,
@@ -147,6 +153,9 @@ const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]..
   --http-clients N  clients of the HTTP load test, run at the largest size (default 50)
   --no-http    skip the HTTP load test
   --no-search  skip the search measurements (raw FTS5 table, search tool, index import cost)
+  --history    measure document history: every document through 10 versions (slow: 10 imports
+               per binary); $ORCHESTRA_NOHISTORY_BIN, an orchestra from before history (e.g.
+               eca5907), adds the 1% re-import beside it
 
 The orchestra binary is $ORCHESTRA_BIN, else <crate>/target/release/orchestra: run `cargo build --release` first.
 $ORCHESTRA_BASELINE_BIN, if set, is an orchestra built from before search (e.g. 9be2234): the
@@ -163,6 +172,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         keep: false,
         http_clients: DEFAULT_HTTP_CLIENTS,
         search: true,
+        history: false,
     };
     let mut million = false;
     let mut it = args.iter();
@@ -199,6 +209,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
             "--http-clients" => opts.http_clients = number(&value("--http-clients")?)?,
             "--no-http" => opts.http_clients = 0,
             "--no-search" => opts.search = false,
+            "--history" => opts.history = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -374,6 +385,19 @@ fn bench_size(
         )?),
         _ => None,
     };
+    // Last of all: it rewrites every file ten times.
+    let history = if opts.history && largest {
+        let no_history = machine::no_history_bin()?;
+        Some(history::measure(
+            bin,
+            no_history.as_deref(),
+            &backlog,
+            n,
+            opts.seed,
+        )?)
+    } else {
+        None
+    };
     let db_bytes = fs::metadata(&db)?.len();
 
     let mut rows = imports.rows(&raw, n);
@@ -384,9 +408,13 @@ fn bench_size(
         rows.extend(search_import::rows(index_cost.as_ref(), raw, n));
     }
     rows.extend(viewer.rows());
+    if let Some(history) = &history {
+        rows.extend(history.rows());
+    }
 
     let details = json!({
         "viewer": viewer.to_json(),
+        "history": history.as_ref().map(history::HistoryFigures::to_json),
         "files_bytes": backlog.bytes,
         "generate_s": backlog.seconds,
         "raw_db_bytes": raw_db_bytes,

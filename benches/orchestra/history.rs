@@ -1,0 +1,303 @@
+//! What document history costs: the backlog imported through 10 versions of every document, then current reads and the full listing beside the same database with its history deleted, version reads, the history's size against the bytes of the versions it keeps, and a 1% re-import beside a binary from before history (`ORCHESTRA_NOHISTORY_BIN`) that went through the same imports.
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::Connection;
+use serde_json::{Value, json};
+
+use crate::Res;
+use crate::backlog::{Backlog, rewrite_all, touch_one_percent};
+use crate::import::import;
+use crate::report::{Row, step};
+use crate::rng::Rng;
+use crate::stats::{micros, percentile, percentile_ms};
+use crate::stdio_client::Server;
+use crate::units::{fmt_value, ratio};
+
+/// Versions of every document: the cold import, then full rewrites.
+pub const VERSIONS: u64 = 10;
+/// Reads of each kind, sequential, after a warm-up of 100.
+const READS: usize = 1000;
+/// 1% re-imports per binary; the medians are compared.
+const ROUNDS: usize = 3;
+/// The variants the rewrites use (the 1% rewrites of other steps use 1–4).
+const FIRST_VARIANT: u64 = 100;
+
+pub struct HistoryFigures {
+    /// Current reads and full listings, with and without history (µs, s).
+    read_with_us: Vec<f64>,
+    read_without_us: Vec<f64>,
+    listing_with_s: Vec<f64>,
+    listing_without_s: Vec<f64>,
+    version_read_us: Vec<f64>,
+    /// Bytes of the stored (compressed) bodies, and the bytes of the
+    /// versions they keep (every version that is no longer current).
+    stored_bytes: u64,
+    kept_bytes: u64,
+    versions: u64,
+    /// 1% re-imports, with history and by the binary without (s).
+    delta_with_s: Vec<f64>,
+    delta_without_s: Vec<f64>,
+}
+
+fn sample_reads(server: &mut Server, uris: &[String]) -> Res<Vec<f64>> {
+    let mut samples = Vec::with_capacity(uris.len());
+    for (i, uri) in uris.iter().enumerate() {
+        let line = server.read_line(uri);
+        let (took, reply) = server.call_line(&line)?;
+        Server::check_read(&reply)?;
+        if i >= 100 {
+            samples.push(micros(took));
+        }
+    }
+    Ok(samples)
+}
+
+/// Imports `VERSIONS` states of the backlog with `bin` into `db` (a new
+/// database): the files as they are, then full rewrites.
+fn build(bin: &Path, backlog: &Backlog, db: &Path, n: usize, seed: u64, label: &str) -> Res<()> {
+    let _ = fs::remove_file(db);
+    for v in 0..VERSIONS {
+        step(
+            n,
+            &format!("history: {label}, version {} of {VERSIONS}", v + 1),
+        );
+        if v > 0 {
+            rewrite_all(backlog, n, seed, FIRST_VARIANT + v)?;
+        }
+        let (_, report) = import(bin, &backlog.project, db)?;
+        let expected = if v == 0 { report.new } else { report.updated };
+        if expected != n as u64 {
+            return Err(format!("{label}: import {v} changed {expected} of {n} documents").into());
+        }
+    }
+    Ok(())
+}
+
+pub fn measure(
+    bin: &Path,
+    baseline: Option<&Path>,
+    backlog: &Backlog,
+    n: usize,
+    seed: u64,
+) -> Res<HistoryFigures> {
+    let with_db = backlog.root.join("history-with.db");
+    let without_db = backlog.root.join("history-without.db");
+    let baseline_db = backlog.root.join("history-baseline.db");
+    build(bin, backlog, &with_db, n, seed, "with history")?;
+    if let Some(baseline) = baseline {
+        build(
+            baseline,
+            backlog,
+            &baseline_db,
+            n,
+            seed,
+            "the binary without history",
+        )?;
+    }
+
+    // The same database, its history deleted.
+    step(n, "history: the same database without its history");
+    fs::copy(&with_db, &without_db)?;
+    let (stored_bytes, kept_bytes, versions) = {
+        let conn = Connection::open(&without_db)?;
+        let figures = conn.query_row(
+            "SELECT (SELECT coalesce(sum(length(zstd)), 0) FROM bodies),
+                    (SELECT coalesce(sum(v.size), 0) FROM versions v
+                     WHERE v.hash IS NOT NULL AND v.version < (SELECT max(version) FROM versions m
+                                                                WHERE m.prefix = v.prefix AND m.id = v.id)),
+                    (SELECT count(*) FROM versions)",
+            [],
+            |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64, r.get::<_, i64>(2)? as u64)),
+        )?;
+        conn.execute_batch("DELETE FROM versions; DELETE FROM bodies; VACUUM;")?;
+        figures
+    };
+
+    step(n, "history: reads and listings, with and without");
+    let mut rng = Rng::new(seed, 0x415);
+    let mut with = Server::start(bin, &with_db, None)?;
+    let (_, uris, _) = with.full_listing()?;
+    let picks: Vec<String> = (0..READS + 100)
+        .map(|_| uris[rng.below(uris.len())].clone())
+        .collect();
+    let versioned: Vec<String> = picks
+        .iter()
+        .map(|uri| format!("{uri}?version={}", 1 + rng.below(VERSIONS as usize - 1)))
+        .collect();
+    let mut without = Server::start(bin, &without_db, None)?;
+    let (mut read_with_us, mut read_without_us) = (Vec::new(), Vec::new());
+    let (mut listing_with_s, mut listing_without_s) = (Vec::new(), Vec::new());
+    // Alternated, so that a noisy moment costs both alike.
+    for _ in 0..3 {
+        listing_with_s.push(with.full_listing()?.0.as_secs_f64());
+        listing_without_s.push(without.full_listing()?.0.as_secs_f64());
+        read_with_us.extend(sample_reads(&mut with, &picks)?);
+        read_without_us.extend(sample_reads(&mut without, &picks)?);
+    }
+    let version_read_us = sample_reads(&mut with, &versioned)?;
+    with.stop()?;
+    without.stop()?;
+
+    let (mut delta_with_s, mut delta_without_s) = (Vec::new(), Vec::new());
+    if let Some(baseline) = baseline {
+        for round in 0..ROUNDS {
+            step(n, &format!("history: 1% re-imports, round {}", round + 1));
+            let changed =
+                touch_one_percent(backlog, n, seed, FIRST_VARIANT + VERSIONS + round as u64)?;
+            let both = [(bin, &with_db, true), (baseline, &baseline_db, false)];
+            for k in 0..2 {
+                let (bin, db, is_with) = both[(round + k) % 2];
+                let (finished, report) = import(bin, &backlog.project, db)?;
+                if report.updated != changed as u64 {
+                    return Err(format!(
+                        "1% re-import: {} updated, expected {changed}",
+                        report.updated
+                    )
+                    .into());
+                }
+                let seconds = finished.seconds;
+                if is_with {
+                    delta_with_s.push(seconds);
+                } else {
+                    delta_without_s.push(seconds);
+                }
+            }
+        }
+    }
+    for db in [&with_db, &without_db, &baseline_db] {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = fs::remove_file(format!("{}{suffix}", db.display()));
+        }
+    }
+    Ok(HistoryFigures {
+        read_with_us,
+        read_without_us,
+        listing_with_s,
+        listing_without_s,
+        version_read_us,
+        stored_bytes,
+        kept_bytes,
+        versions,
+        delta_with_s,
+        delta_without_s,
+    })
+}
+
+fn p50_us(samples: &[f64]) -> f64 {
+    let mut d: Vec<Duration> = samples
+        .iter()
+        .map(|us| Duration::from_secs_f64(us / 1e6))
+        .collect();
+    micros(percentile(&mut d, 50.0))
+}
+
+impl HistoryFigures {
+    pub fn rows(&self) -> Vec<Row> {
+        let (with, without) = (p50_us(&self.read_with_us), p50_us(&self.read_without_us));
+        let (lw, lo) = (
+            percentile_ms(&self.listing_with_s, 50.0),
+            percentile_ms(&self.listing_without_s, 50.0),
+        );
+        let version = p50_us(&self.version_read_us);
+        let share = 100.0 * self.stored_bytes as f64 / self.kept_bytes.max(1) as f64;
+        let mut rows = vec![
+            Row {
+                figure: format!(
+                    "history: current read p50, {VERSIONS} versions per document (raw: the same database without history)"
+                ),
+                unit: "µs",
+                raw: Some(without),
+                orchestra: Ok(with),
+                ratio: ratio(without, with),
+                target: "≤ 1.1× without".into(),
+                meets: Some(with <= 1.1 * without),
+                why: String::new(),
+            },
+            Row {
+                figure: "history: full listing (raw: the same database without history)".into(),
+                unit: "s",
+                raw: Some(lo),
+                orchestra: Ok(lw),
+                ratio: ratio(lo, lw),
+                target: "≤ 1.1× without".into(),
+                meets: Some(lw <= 1.1 * lo),
+                why: String::new(),
+            },
+            Row {
+                figure: "history: version read p50 (`?version=N`, a random past version)".into(),
+                unit: "µs",
+                raw: None,
+                orchestra: Ok(version),
+                ratio: String::new(),
+                target: "< 250 µs".into(),
+                meets: Some(version < 250.0),
+                why: format!(
+                    "p99 {}",
+                    fmt_value(
+                        {
+                            let mut d: Vec<Duration> = self
+                                .version_read_us
+                                .iter()
+                                .map(|us| Duration::from_secs_f64(us / 1e6))
+                                .collect();
+                            micros(percentile(&mut d, 99.0))
+                        },
+                        "µs"
+                    )
+                ),
+            },
+            Row {
+                figure: format!(
+                    "history: stored size / bytes of the {} past versions it keeps",
+                    self.versions
+                ),
+                unit: "%",
+                raw: None,
+                orchestra: Ok(share),
+                ratio: String::new(),
+                target: "≤ 40%".into(),
+                meets: Some(share <= 40.0),
+                why: format!(
+                    "{:.1} of {:.1} MB",
+                    self.stored_bytes as f64 / 1e6,
+                    self.kept_bytes as f64 / 1e6
+                ),
+            },
+        ];
+        if !self.delta_with_s.is_empty() {
+            let (w, o) = (
+                percentile_ms(&self.delta_with_s, 50.0),
+                percentile_ms(&self.delta_without_s, 50.0),
+            );
+            rows.push(Row {
+                figure: "history: 1% re-import (raw: the binary without history, same imports before; median of 3)".into(),
+                unit: "s",
+                raw: Some(o),
+                orchestra: Ok(w),
+                ratio: ratio(o, w),
+                target: "≤ 1.2× without".into(),
+                meets: Some(w <= 1.2 * o),
+                why: String::new(),
+            });
+        }
+        rows
+    }
+
+    pub fn to_json(&self) -> Value {
+        json!({
+            "read_with_p50_us": p50_us(&self.read_with_us),
+            "read_without_p50_us": p50_us(&self.read_without_us),
+            "listing_with_s": self.listing_with_s,
+            "listing_without_s": self.listing_without_s,
+            "version_read_p50_us": p50_us(&self.version_read_us),
+            "stored_bytes": self.stored_bytes,
+            "kept_bytes": self.kept_bytes,
+            "versions": self.versions,
+            "delta_with_s": self.delta_with_s,
+            "delta_without_s": self.delta_without_s,
+        })
+    }
+}
