@@ -18,6 +18,37 @@ use crate::doc::DocKey;
 /// well as 19 at a tenth of the time.
 const ZSTD_LEVEL: i32 = 9;
 
+thread_local! {
+    // One compression and one decompression context per thread, reused:
+    // a level-9 context costs more to set up than a 2 KB body to compress.
+    static COMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Compressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+    static DECOMPRESSOR: std::cell::RefCell<Option<zstd::bulk::Decompressor<'static>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+fn compress(body: &[u8]) -> Result<Vec<u8>> {
+    COMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let compressor = match slot.as_mut() {
+            Some(compressor) => compressor,
+            None => slot.insert(zstd::bulk::Compressor::new(ZSTD_LEVEL)?),
+        };
+        Ok(compressor.compress(body)?)
+    })
+}
+
+fn decompress(stored: &[u8], size: usize) -> Result<Vec<u8>> {
+    DECOMPRESSOR.with(|cell| {
+        let mut slot = cell.borrow_mut();
+        let decompressor = match slot.as_mut() {
+            Some(decompressor) => decompressor,
+            None => slot.insert(zstd::bulk::Decompressor::new()?),
+        };
+        Ok(decompressor.decompress(stored, size)?)
+    })
+}
+
 /// One version of a document.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Version {
@@ -127,7 +158,7 @@ fn archive_current(
     let body: Vec<u8> = conn
         .prepare_cached("SELECT body FROM documents WHERE prefix = ?1 AND id = ?2")?
         .query_row(params![prefix, id], |r| r.get(0))?;
-    let compressed = zstd::bulk::compress(&body, ZSTD_LEVEL).context("cannot compress a body")?;
+    let compressed = compress(&body).context("cannot compress a body")?;
     conn.prepare_cached("INSERT INTO bodies (hash, size, zstd) VALUES (?1, ?2, ?3)")?
         .execute(params![hash, body.len() as i64, compressed])?;
     Ok(Some(title))
@@ -265,7 +296,7 @@ impl Reader {
                     let Some((size, compressed)) = stored else {
                         bail!("the history of {key} lacks the bytes of version {number}");
                     };
-                    zstd::bulk::decompress(&compressed, size as usize)
+                    decompress(&compressed, size as usize)
                         .with_context(|| format!("cannot read version {number} of {key}"))?
                 }
             };
