@@ -1,4 +1,4 @@
-//! The `orchestra` command line: the subcommands and their flags; `import` and `serve` run here, the read-only commands (`search`, `ls`, `show`, `stats`) in `cli`.
+//! The `orchestra` command line: the subcommands and their flags; `import` and `serve` run here, the read-only commands (`search`, `ls`, `show`, `stats`, `log`) in `cli`.
 
 mod cli;
 
@@ -40,6 +40,10 @@ enum Command {
     /// about it. Exit 0 when it exists, 1 when it does not (with the
     /// nearest ids), 2 on an error.
     Show(cli::show::ShowArgs),
+    /// List a document's versions, newest first: version, time, size,
+    /// title. Exit 0 when it listed some, 1 when there are none, 2 on an
+    /// error.
+    Log(cli::log::LogArgs),
     /// Show what the database holds: documents and bytes per prefix, its size,
     /// the project, the schema version and the last import.
     Stats(cli::stats::StatsArgs),
@@ -108,6 +112,9 @@ fn main() -> ExitCode {
         }
         Command::Show(args) => return cli::exit_status(cli::show::run(&args)),
         Command::Stats(args) => return cli::exit_status(cli::stats::run(&args)),
+        Command::Log(args) => {
+            return cli::exit_status(cli::log::run(&args, db_given(&matches, "log")));
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,5 +1,6 @@
-//! The read-only commands for people at a terminal (`search`, `ls`, `show`, `stats`) and what they share: the `--db` flag, opening the store read-only, naming a document, and the exit status.
+//! The read-only commands for people at a terminal (`search`, `ls`, `show`, `stats`, `log`) and what they share: the `--db` flag, opening the store read-only, naming a document, and the exit status.
 
+pub mod log;
 pub mod ls;
 mod out;
 pub mod search;

@@ -1,0 +1,256 @@
+//! Document history from the terminal on the real binary: `log`, `diff`, `show --version`, `prune` and the history in `stats`, over a project imported through edits, a revert, a removal and a binary document.
+
+use serde_json::{Value, json};
+
+use crate::cli::{MARKING_PAGER, check, import_time, on_terminal, run};
+use crate::support::Project;
+
+const A1: &[u8] = b"# Alpha\n\nline 1\nline 2\nline 3\nline 4\nline 5\n";
+/// A title with an escape code: shown as `?[7m` on a terminal and in a pipe.
+const A2: &[u8] = b"# Alpha\x1b[7m edited\n\nline 1\nline 2\nline three\nline 4\nline 5\nline 6\n";
+const F1: &[u8] = b"# Feature one\n";
+/// Not UTF-8: stored as a blob, titled by its id.
+const BIN1: &[u8] = b"# Bin\n\xff\xfe one\x00\n";
+const BIN2: &[u8] = b"# Bin\n\xff\xfe two\x00\n";
+const GUIDE: &[u8] = b"# Guide\n";
+
+/// A file of the project written (`Some`) or removed.
+type Change = (&'static str, Option<&'static [u8]>);
+
+/// The project's imports, in order: each file written (`Some`) or removed.
+/// Versions: notes/a 1 (A1), 2 (A2), 3 (A1 again, current); features/F-1
+/// 1, 2 (removed); notes/bin 1, 2 (current); docs/guide 1 (current).
+const IMPORTS: &[&[Change]] = &[
+    &[
+        ("notes/a.md", Some(A1)),
+        ("features/F-1.md", Some(F1)),
+        ("notes/bin.md", Some(BIN1)),
+        ("docs/guide.md", Some(GUIDE)),
+    ],
+    &[("notes/a.md", Some(A2))],
+    &[("notes/a.md", Some(A1)), ("notes/bin.md", Some(BIN2))],
+    &[("features/F-1.md", None)],
+];
+
+/// The test project, imported once per entry of [`IMPORTS`].
+fn project() -> Project {
+    let p = Project::new();
+    for files in IMPORTS {
+        for (path, bytes) in *files {
+            match bytes {
+                Some(bytes) => p.file(path, bytes),
+                None => p.remove(path),
+            };
+        }
+        p.import(&[]).assert_success();
+    }
+    p
+}
+
+fn hash(bytes: &[u8]) -> String {
+    blake3::hash(bytes).to_hex().to_string()
+}
+
+#[test]
+fn log_lists_versions_newest_first() {
+    let p = project();
+    let t: Vec<String> = (0..=4).map(|seq| import_time(&p, seq.max(1))).collect();
+    let a = [
+        format!("3 (current)  {}  44 B  Alpha", t[3]),
+        format!("2  {}  66 B  Alpha?[7m edited", t[2]),
+        format!("1  {}  44 B  Alpha", t[1]),
+    ];
+    let cases: &[(&[&str], Vec<String>)] = &[
+        (&["log", "notes/a"], a.to_vec()),
+        (
+            &["log", "orchestra://notes/a", "--limit", "2"],
+            a[0..2].to_vec(),
+        ),
+        (&["log", "notes/a", "--before", "3"], a[1..3].to_vec()),
+        (
+            &["log", "notes/a", "--before", "3", "--limit", "1"],
+            a[1..2].to_vec(),
+        ),
+        (&["log", "notes/a", "--before", "99"], a.to_vec()),
+        // A document removed since has a log; its removal is a version.
+        (
+            &["log", "features/F-1"],
+            vec![
+                format!("2  {}  removed  Feature one", t[4]),
+                format!("1  {}  14 B  Feature one", t[1]),
+            ],
+        ),
+        (
+            &["log", "docs/guide"],
+            vec![format!("1 (current)  {}  8 B  Guide", t[1])],
+        ),
+    ];
+    for (args, expected) in cases {
+        let expected: Vec<&str> = expected.iter().map(String::as_str).collect();
+        check(&p, args, 0, &expected, &[]);
+    }
+}
+
+#[test]
+fn log_json_has_one_object_per_version() {
+    let p = project();
+    let t = |seq| import_time(&p, seq);
+    let out = run(&p, &["log", "features/F-1", "--json"]);
+    out.assert_success();
+    let lines: Vec<Value> = out
+        .stdout_lines()
+        .iter()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            json!({
+                "version": 2,
+                "uri": "orchestra://features/F-1?version=2",
+                "time": t(4),
+                "size": 0,
+                "hash": null,
+                "title": "Feature one",
+                "removed": true,
+                "current": false,
+            }),
+            json!({
+                "version": 1,
+                "uri": "orchestra://features/F-1?version=1",
+                "time": t(1),
+                "size": 14,
+                "hash": hash(F1),
+                "title": "Feature one",
+                "removed": false,
+                "current": false,
+            }),
+        ]
+    );
+    let out = run(&p, &["log", "notes/a", "--json", "--limit", "1"]);
+    out.assert_success();
+    let line: Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(
+        line,
+        json!({
+            "version": 3,
+            "uri": "orchestra://notes/a?version=3",
+            "time": t(3),
+            "size": 44,
+            "hash": hash(A1),
+            "title": "Alpha",
+            "removed": false,
+            "current": true,
+        })
+    );
+}
+
+#[test]
+fn log_pages_add_up_to_the_log() {
+    let p = project();
+    let whole = run(&p, &["log", "notes/a"]).stdout;
+    let mut seen = String::new();
+    let mut before: Option<String> = None;
+    for _ in 0..10 {
+        let mut args = vec!["log", "notes/a", "--limit", "1"];
+        if let Some(before) = &before {
+            args.extend(["--before", before.as_str()]);
+        }
+        let out = run(&p, &args);
+        if out.code == Some(1) {
+            break;
+        }
+        out.assert_success();
+        seen.push_str(&out.stdout);
+        before = Some(out.stdout.split(' ').next().unwrap().to_string());
+    }
+    assert_eq!(seen, whole);
+}
+
+#[test]
+fn log_on_a_terminal_aligns_and_gives_the_next_page() {
+    let p = project();
+    let t = |seq| import_time(&p, seq);
+    let out = on_terminal(
+        &p,
+        &["log", "notes/a", "--limit", "2"],
+        (24, 100),
+        MARKING_PAGER,
+    );
+    assert_eq!(
+        out,
+        format!(
+            "\
+3 (current)  {}  44 B  Alpha
+2            {}  66 B  Alpha?[7m edited
+2 of 3 versions of orchestra://notes/a · next: orchestra log notes/a --limit 2 --before 2
+",
+            t(3),
+            t(2)
+        )
+    );
+    // Taller than the screen: paged; with colour, times and sizes dimmed,
+    // titles bold, the footer dimmed.
+    let out = on_terminal(
+        &p,
+        &["log", "features/F-1"],
+        (3, 80),
+        &[("PAGER", "sed s/^/paged:/")],
+    );
+    assert_eq!(
+        out,
+        format!(
+            "\
+paged:2  \u{1b}[2m{}\u{1b}[0m  \u{1b}[2mremoved\u{1b}[0m  \u{1b}[1mFeature one\u{1b}[0m
+paged:1  \u{1b}[2m{}\u{1b}[0m  \u{1b}[2m14 B\u{1b}[0m     \u{1b}[1mFeature one\u{1b}[0m
+paged:\u{1b}[2m2 versions of orchestra://features/F-1\u{1b}[0m
+",
+            t(4),
+            t(1)
+        )
+    );
+}
+
+#[test]
+fn log_exit_statuses() {
+    let p = project();
+    let cases: &[(&[&str], i32, &str)] = &[
+        // Nothing to show: 1.
+        (
+            &["log", "notes/never"],
+            1,
+            "orchestra: no history for orchestra://notes/never",
+        ),
+        (
+            &["log", "notes/a", "--before", "1"],
+            1,
+            "orchestra: no versions of orchestra://notes/a before 1",
+        ),
+        // Usage: 2.
+        (
+            &["log", "never"],
+            2,
+            "orchestra: \"never\" names no document: write prefix/id (features/FEAT-001) or an orchestra:// uri",
+        ),
+        (
+            &["log", "orchestra://notes/a?version=2"],
+            2,
+            "orchestra: \"orchestra://notes/a?version=2\" is not a document uri: uri must not have a query (?) or fragment (#)",
+        ),
+        (
+            &["log", "notes/a", "--db", "missing.db"],
+            2,
+            "orchestra: no database at missing.db: run `orchestra import DIR` first",
+        ),
+    ];
+    for &(args, code, stderr) in cases {
+        check(&p, args, code, &[], &[stderr]);
+    }
+    for flag in ["--limit", "--before"] {
+        for value in ["0", "x"] {
+            let out = run(&p, &["log", "notes/a", flag, value]);
+            assert_eq!(out.code, Some(2), "{out:?}");
+            assert!(out.stderr.contains(&format!("{flag} <N>")), "{out:?}");
+        }
+    }
+}
