@@ -1,4 +1,4 @@
-//! The `orchestra` command line: the subcommands and their flags; `import` and `serve` run here, the read-only commands (`search`, `ls`, `show`, `stats`, `log`) in `cli`.
+//! The `orchestra` command line: the subcommands and their flags; `import` and `serve` run here, the read-only commands (`search`, `ls`, `show`, `stats`, `log`, `diff`) in `cli`.
 
 mod cli;
 
@@ -44,6 +44,11 @@ enum Command {
     /// title. Exit 0 when it listed some, 1 when there are none, 2 on an
     /// error.
     Log(cli::log::LogArgs),
+    /// Compare two versions of a document: a unified diff, by default of
+    /// the newest version and the one before. Exit 0 when it printed a diff
+    /// or the versions are identical, 1 when there is no such document or
+    /// version or no text to compare, 2 on an error.
+    Diff(cli::diff::DiffArgs),
     /// Show what the database holds: documents and bytes per prefix, its size,
     /// the project, the schema version and the last import.
     Stats(cli::stats::StatsArgs),
@@ -112,6 +117,7 @@ fn main() -> ExitCode {
         }
         Command::Show(args) => return cli::exit_status(cli::show::run(&args)),
         Command::Stats(args) => return cli::exit_status(cli::stats::run(&args)),
+        Command::Diff(args) => return cli::exit_status(cli::diff::run(&args)),
         Command::Log(args) => {
             return cli::exit_status(cli::log::run(&args, db_given(&matches, "log")));
         }

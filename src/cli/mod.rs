@@ -1,5 +1,6 @@
-//! The read-only commands for people at a terminal (`search`, `ls`, `show`, `stats`, `log`) and what they share: the `--db` flag, opening the store read-only, naming a document, and the exit status.
+//! The read-only commands for people at a terminal (`search`, `ls`, `show`, `stats`, `log`, `diff`) and what they share: the `--db` flag, opening the store read-only, naming a document, and the exit status.
 
+pub mod diff;
 pub mod log;
 pub mod ls;
 mod out;
@@ -14,7 +15,7 @@ use anyhow::{Result, anyhow, bail};
 use clap::Args;
 
 use orchestra::doc::{DocKey, Prefix, is_valid_id};
-use orchestra::store::{Reader, Store};
+use orchestra::store::{Reader, Store, Version};
 use orchestra::uri;
 
 #[derive(Args)]
@@ -56,6 +57,42 @@ pub fn parse_ref(text: &str) -> Result<DocKey> {
         bail!("{text:?} names no document: {id:?} cannot be an id");
     }
     Ok(DocKey::new(prefix, id))
+}
+
+/// Says that version `number` of `key` has no bytes to show (there is no
+/// such version, or it is a removal) and which versions there are:
+/// `versions 1–4; 3 is a removal`. `versions`: the whole history, in any
+/// order; empty when the key never existed. Returns false: nothing shown.
+pub fn no_version(key: &DocKey, number: u32, versions: &[Version]) -> bool {
+    let name = uri::format(key);
+    if versions.is_empty() {
+        eprintln!("orchestra: no history for {name}");
+        return false;
+    }
+    let mut numbers: Vec<u32> = versions.iter().map(|v| v.number).collect();
+    numbers.sort_unstable();
+    let mut removals: Vec<u32> = versions
+        .iter()
+        .filter(|v| v.removed())
+        .map(|v| v.number)
+        .collect();
+    removals.sort_unstable();
+    match removals.contains(&number) {
+        true => eprintln!("orchestra: version {number} of {name} is a removal: it has no bytes"),
+        false => eprintln!("orchestra: no version {number} of {name}"),
+    }
+    let mut which = match numbers.len() {
+        1 => format!("version {}", numbers[0]),
+        _ => format!("versions {}", out::ranges(&numbers)),
+    };
+    let removals: Vec<String> = removals.iter().map(u32::to_string).collect();
+    match removals.len() {
+        0 => {}
+        1 => which.push_str(&format!("; {} is a removal", removals[0])),
+        _ => which.push_str(&format!("; {} are removals", out::and_list(&removals))),
+    }
+    eprintln!("{which}");
+    false
 }
 
 /// The exit status of a read command that returned whether it showed

@@ -2,7 +2,8 @@
 
 use serde_json::{Value, json};
 
-use crate::cli::{MARKING_PAGER, check, import_time, on_terminal, run};
+use crate::cli::{MARKING_PAGER, check, cmd, import_time, on_terminal, run};
+use crate::history::reference_diff;
 use crate::support::Project;
 
 const A1: &[u8] = b"# Alpha\n\nline 1\nline 2\nline 3\nline 4\nline 5\n";
@@ -253,4 +254,152 @@ fn log_exit_statuses() {
             assert!(out.stderr.contains(&format!("{flag} <N>")), "{out:?}");
         }
     }
+}
+
+/// `diff -u`'s output for `old` → `new` under the header of versions
+/// `from` and `to` of `uri`.
+fn unified(uri: &str, (from, old): (u32, &[u8]), (to, new): (u32, &[u8])) -> String {
+    format!(
+        "--- {uri}?version={from}\n+++ {uri}?version={to}\n{}",
+        reference_diff(old, new)
+    )
+}
+
+#[test]
+fn diff_prints_the_unified_diff_exactly() {
+    let p = project();
+    let a = "orchestra://notes/a";
+    let cases: &[(&[&str], String)] = &[
+        // Defaults: the newest version and the one before.
+        (&["diff", "notes/a"], unified(a, (2, A2), (3, A1))),
+        (&["diff", "notes/a", "1", "2"], unified(a, (1, A1), (2, A2))),
+        // FROM alone: to the newest.
+        (&["diff", a, "2"], unified(a, (2, A2), (3, A1))),
+        // Backwards.
+        (&["diff", "notes/a", "2", "1"], unified(a, (2, A2), (1, A1))),
+    ];
+    for (args, expected) in cases {
+        let out = cmd(&p, args).run_raw();
+        assert_eq!(
+            (out.code, String::from_utf8(out.stdout).unwrap(), out.stderr),
+            (Some(0), expected.clone(), Vec::new()),
+            "{args:?}"
+        );
+    }
+    // The escape code of A2's title is in the diff as it is, in a pipe.
+    assert!(cases[1].1.contains("+# Alpha\u{1b}[7m edited\n"));
+}
+
+#[test]
+fn diff_exit_statuses() {
+    let p = project();
+    let cases: &[(&[&str], i32, &[&str])] = &[
+        // Identical: 0, said on stderr.
+        (
+            &["diff", "notes/a", "1", "3"],
+            0,
+            &["orchestra: versions 1 and 3 of orchestra://notes/a are identical"],
+        ),
+        (
+            &["diff", "notes/a", "3", "3"],
+            0,
+            &["orchestra: versions 3 and 3 of orchestra://notes/a are identical"],
+        ),
+        // Nothing to compare: 1, saying why.
+        (
+            &["diff", "notes/a", "1", "9"],
+            1,
+            &[
+                "orchestra: no version 9 of orchestra://notes/a",
+                "versions 1–3",
+            ],
+        ),
+        (
+            &["diff", "features/F-1", "1", "2"],
+            1,
+            &[
+                "orchestra: version 2 of orchestra://features/F-1 is a removal: it has no bytes",
+                "versions 1–2; 2 is a removal",
+            ],
+        ),
+        (
+            &["diff", "features/F-1"],
+            1,
+            &[
+                "orchestra: orchestra://features/F-1 has no version before version 1 to compare it with",
+            ],
+        ),
+        (
+            &["diff", "docs/guide"],
+            1,
+            &[
+                "orchestra: orchestra://docs/guide has no version before version 1 to compare it with",
+            ],
+        ),
+        (
+            &["diff", "notes/bin"],
+            1,
+            &["orchestra: version 1 of orchestra://notes/bin is binary: there is no text diff"],
+        ),
+        (
+            &["diff", "notes/never"],
+            1,
+            &["orchestra: no history for orchestra://notes/never"],
+        ),
+        // Usage: 2.
+        (
+            &["diff", "never", "1", "2"],
+            2,
+            &[
+                "orchestra: \"never\" names no document: write prefix/id (features/FEAT-001) or an orchestra:// uri",
+            ],
+        ),
+        (
+            &["diff", "notes/a", "--db", "missing.db"],
+            2,
+            &["orchestra: no database at missing.db: run `orchestra import DIR` first"],
+        ),
+    ];
+    for &(args, code, stderr) in cases {
+        check(&p, args, code, &[], stderr);
+    }
+    for version in ["0", "x", "-1"] {
+        let out = run(&p, &["diff", "notes/a", "1", version]);
+        assert_eq!(out.code, Some(2), "{out:?}");
+        assert!(out.stderr.contains("[TO]"), "{out:?}");
+    }
+    let out = run(&p, &["diff", "notes/a", "1", "2", "3"]);
+    assert_eq!(out.code, Some(2), "{out:?}");
+}
+
+#[test]
+fn diff_on_a_terminal_colours_and_shows_control_characters() {
+    let p = project();
+    let expected = "\
+\u{1b}[1m--- orchestra://notes/a?version=1\u{1b}[0m
+\u{1b}[1m+++ orchestra://notes/a?version=2\u{1b}[0m
+\u{1b}[36m@@ -1,7 +1,8 @@\u{1b}[0m
+\u{1b}[31m-# Alpha\u{1b}[0m
+\u{1b}[32m+# Alpha?[7m edited\u{1b}[0m
+ 
+ line 1
+ line 2
+\u{1b}[31m-line 3\u{1b}[0m
+\u{1b}[32m+line three\u{1b}[0m
+ line 4
+ line 5
+\u{1b}[32m+line 6\u{1b}[0m
+";
+    let out = on_terminal(
+        &p,
+        &["diff", "notes/a", "1", "2"],
+        (24, 80),
+        &[("PAGER", "cat")],
+    );
+    assert_eq!(out, expected);
+    // Taller than the screen: paged. Without colour, plain.
+    let out = on_terminal(&p, &["diff", "notes/a", "1", "2"], (5, 80), MARKING_PAGER);
+    let plain = console::strip_ansi_codes(expected).to_string();
+    let paged: String = plain.lines().map(|l| format!("paged:{l}\n")).collect();
+    assert_eq!(out, paged);
 }
