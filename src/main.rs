@@ -37,8 +37,9 @@ enum Command {
     /// error.
     Ls(cli::ls::LsArgs),
     /// Print a document's bytes exactly as imported, or what is stored
-    /// about it. Exit 0 when it exists, 1 when it does not (with the
-    /// nearest ids), 2 on an error.
+    /// about it; of a past version with --version N. Exit 0 when it exists,
+    /// 1 when it does not (with the nearest ids, or the versions there
+    /// are), 2 on an error.
     Show(cli::show::ShowArgs),
     /// List a document's versions, newest first: version, time, size,
     /// title. Exit 0 when it listed some, 1 when there are none, 2 on an

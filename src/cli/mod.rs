@@ -59,6 +59,18 @@ pub fn parse_ref(text: &str) -> Result<DocKey> {
     Ok(DocKey::new(prefix, id))
 }
 
+/// The document `text` names, and the version its URI names with
+/// `?version=N` (`orchestra://features/FEAT-001?version=3`), if any;
+/// otherwise as [`parse_ref`].
+pub fn parse_versioned_ref(text: &str) -> Result<(DocKey, Option<u32>)> {
+    if !text.contains("://") {
+        return Ok((parse_ref(text)?, None));
+    }
+    let versioned =
+        uri::parse_versioned(text).map_err(|e| anyhow!("{text:?} is not a document uri: {e}"))?;
+    Ok((versioned.key, versioned.version))
+}
+
 /// Says that version `number` of `key` has no bytes to show (there is no
 /// such version, or it is a removal) and which versions there are:
 /// `versions 1–4; 3 is a removal`. `versions`: the whole history, in any
@@ -161,6 +173,43 @@ mod tests {
                 .map(|key| key.to_string())
                 .map_err(|e| e.to_string());
             assert_eq!(got.as_deref().map_err(String::as_str), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn versioned_references() {
+        let cases = [
+            ("notes/a", Ok(("notes/a", None))),
+            ("orchestra://notes/a", Ok(("notes/a", None))),
+            ("orchestra://notes/a?version=3", Ok(("notes/a", Some(3)))),
+            (
+                "orchestra://notes/caf%C3%A9?version=12",
+                Ok(("notes/café", Some(12))),
+            ),
+            // Not a URI: `?` is part of the id.
+            ("notes/a?version=3", Ok(("notes/a?version=3", None))),
+            (
+                "orchestra://notes/a?version=0",
+                Err(
+                    "\"orchestra://notes/a?version=0\" is not a document uri: the only query a document uri takes is ?version=N, N a version number from 1",
+                ),
+            ),
+            (
+                "orchestra://notes/a?v=1",
+                Err(
+                    "\"orchestra://notes/a?v=1\" is not a document uri: the only query a document uri takes is ?version=N, N a version number from 1",
+                ),
+            ),
+        ];
+        for (text, expected) in cases {
+            let got = parse_versioned_ref(text)
+                .map(|(key, version)| (key.to_string(), version))
+                .map_err(|e| e.to_string());
+            let got = got
+                .as_ref()
+                .map(|(key, version)| (key.as_str(), *version))
+                .map_err(String::as_str);
+            assert_eq!(got, expected, "{text}");
         }
     }
 }

@@ -1,5 +1,6 @@
 //! Document history from the terminal on the real binary: `log`, `diff`, `show --version`, `prune` and the history in `stats`, over a project imported through edits, a revert, a removal and a binary document.
 
+use base64::Engine;
 use serde_json::{Value, json};
 
 use crate::cli::{MARKING_PAGER, check, cmd, import_time, on_terminal, run};
@@ -402,4 +403,220 @@ fn diff_on_a_terminal_colours_and_shows_control_characters() {
     let plain = console::strip_ansi_codes(expected).to_string();
     let paged: String = plain.lines().map(|l| format!("paged:{l}\n")).collect();
     assert_eq!(out, paged);
+}
+
+#[test]
+fn show_version_writes_its_bytes_exactly() {
+    let p = project();
+    let cases: &[(&[&str], &[u8])] = &[
+        (&["show", "notes/a", "--version", "1"], A1),
+        (&["show", "notes/a", "--version", "2"], A2),
+        (&["show", "orchestra://notes/a?version=2"], A2),
+        (
+            &["show", "orchestra://notes/a?version=2", "--version", "2"],
+            A2,
+        ),
+        (&["show", "ORCHESTRA://notes/%61?version=3"], A1),
+        // Not UTF-8: the same bytes all the same.
+        (&["show", "notes/bin", "--version", "1"], BIN1),
+        (&["show", "orchestra://notes/bin?version=2"], BIN2),
+        // A document removed since.
+        (&["show", "features/F-1", "--version", "1"], F1),
+    ];
+    for (args, expected) in cases {
+        let out = cmd(&p, args).run_raw();
+        assert_eq!(
+            (out.code, out.stdout.as_slice(), out.stderr.as_slice()),
+            (Some(0), *expected, &b""[..]),
+            "{args:?}"
+        );
+    }
+}
+
+#[test]
+fn show_version_meta_and_json() {
+    let p = project();
+    let t = |seq| import_time(&p, seq);
+    check(
+        &p,
+        &["show", "notes/a", "--version", "2", "--meta"],
+        0,
+        &[
+            "uri:     orchestra://notes/a?version=2",
+            "version: 2",
+            "title:   Alpha?[7m edited",
+            "size:    66 bytes",
+            &format!("hash:    {}", hash(A2)),
+            &format!("import:  2 at {}", t(2)),
+        ],
+        &[],
+    );
+    check(
+        &p,
+        &["show", "orchestra://notes/a?version=3", "--meta"],
+        0,
+        &[
+            "uri:     orchestra://notes/a?version=3",
+            "version: 3 (current)",
+            "title:   Alpha",
+            "size:    44 bytes",
+            &format!("hash:    {}", hash(A1)),
+            &format!("import:  3 at {}", t(3)),
+        ],
+        &[],
+    );
+    let base64 = |bytes: &[u8]| base64::engine::general_purpose::STANDARD.encode(bytes);
+    let cases: &[(&[&str], Value)] = &[
+        (
+            &["show", "notes/a", "--version", "2", "--json"],
+            json!({
+                "uri": "orchestra://notes/a?version=2",
+                "prefix": "notes",
+                "id": "a",
+                "version": 2,
+                "current": false,
+                "title": "Alpha\u{1b}[7m edited",
+                "size": 66,
+                "hash": hash(A2),
+                "import": {"seq": 2, "time": t(2)},
+                "encoding": "utf-8",
+                "body": std::str::from_utf8(A2).unwrap(),
+            }),
+        ),
+        (
+            &["show", "orchestra://notes/bin?version=2", "--json"],
+            json!({
+                "uri": "orchestra://notes/bin?version=2",
+                "prefix": "notes",
+                "id": "bin",
+                "version": 2,
+                "current": true,
+                "title": "bin",
+                "size": BIN2.len(),
+                "hash": hash(BIN2),
+                "import": {"seq": 3, "time": t(3)},
+                "encoding": "base64",
+                "body": base64(BIN2),
+            }),
+        ),
+        // --meta: the same without the body.
+        (
+            &["show", "features/F-1", "--version", "1", "--json", "--meta"],
+            json!({
+                "uri": "orchestra://features/F-1?version=1",
+                "prefix": "features",
+                "id": "F-1",
+                "version": 1,
+                "current": false,
+                "title": "Feature one",
+                "size": 14,
+                "hash": hash(F1),
+                "import": {"seq": 1, "time": t(1)},
+            }),
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = run(&p, args);
+        out.assert_success();
+        let lines = out.stdout_lines();
+        assert_eq!(lines.len(), 1, "one object: {out:?}");
+        let got: Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(&got, expected, "{args:?}");
+    }
+}
+
+#[test]
+fn show_version_exit_statuses() {
+    let p = project();
+    let cases: &[(&[&str], i32, &[&str])] = &[
+        // No bytes to show: 1, with the versions there are.
+        (
+            &["show", "notes/a", "--version", "4"],
+            1,
+            &[
+                "orchestra: no version 4 of orchestra://notes/a",
+                "versions 1–3",
+            ],
+        ),
+        (
+            &["show", "orchestra://features/F-1?version=2", "--meta"],
+            1,
+            &[
+                "orchestra: version 2 of orchestra://features/F-1 is a removal: it has no bytes",
+                "versions 1–2; 2 is a removal",
+            ],
+        ),
+        (
+            &["show", "docs/guide", "--version", "2", "--json"],
+            1,
+            &[
+                "orchestra: no version 2 of orchestra://docs/guide",
+                "version 1",
+            ],
+        ),
+        (
+            &["show", "notes/never", "--version", "1"],
+            1,
+            &["orchestra: no history for orchestra://notes/never"],
+        ),
+        // Usage: 2.
+        (
+            &["show", "orchestra://notes/a?version=2", "--version", "3"],
+            2,
+            &[
+                "orchestra: \"orchestra://notes/a?version=2\" names version 2 and --version 3: give one",
+            ],
+        ),
+        (
+            &["show", "orchestra://notes/a?version=0"],
+            2,
+            &[
+                "orchestra: \"orchestra://notes/a?version=0\" is not a document uri: the only query a document uri takes is ?version=N, N a version number from 1",
+            ],
+        ),
+        (
+            &["show", "orchestra://notes/a?rev=1"],
+            2,
+            &[
+                "orchestra: \"orchestra://notes/a?rev=1\" is not a document uri: the only query a document uri takes is ?version=N, N a version number from 1",
+            ],
+        ),
+        (
+            &["show", "notes/a", "--version", "1", "--db", "missing.db"],
+            2,
+            &["orchestra: no database at missing.db: run `orchestra import DIR` first"],
+        ),
+    ];
+    for &(args, code, stderr) in cases {
+        check(&p, args, code, &[], stderr);
+    }
+    for value in ["0", "x"] {
+        let out = run(&p, &["show", "notes/a", "--version", value]);
+        assert_eq!(out.code, Some(2), "{out:?}");
+        assert!(out.stderr.contains("--version <N>"), "{out:?}");
+    }
+}
+
+#[test]
+fn show_version_on_a_terminal_pages_text_only() {
+    let p = project();
+    // The version's bytes as they are, escape code included: `show` is `cat`.
+    let paged: String = String::from_utf8_lossy(A2)
+        .lines()
+        .map(|line| format!("paged:{line}\n"))
+        .collect();
+    let out = on_terminal(
+        &p,
+        &["show", "notes/a", "--version", "2"],
+        (5, 80),
+        MARKING_PAGER,
+    );
+    assert_eq!(out, paged);
+    let out = on_terminal(
+        &p,
+        &["show", "notes/bin", "--version", "1"],
+        (2, 80),
+        MARKING_PAGER,
+    );
+    assert_eq!(out, String::from_utf8_lossy(BIN1));
 }
