@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::cli::{MARKING_PAGER, check, cmd, import_time, on_terminal, run};
 use crate::history::reference_diff;
-use crate::support::Project;
+use crate::support::{Project, open_read_only};
 
 const A1: &[u8] = b"# Alpha\n\nline 1\nline 2\nline 3\nline 4\nline 5\n";
 /// A title with an escape code: shown as `?[7m` on a terminal and in a pipe.
@@ -619,4 +619,67 @@ fn show_version_on_a_terminal_pages_text_only() {
         MARKING_PAGER,
     );
     assert_eq!(out, String::from_utf8_lossy(BIN1));
+}
+
+/// The bodies of past versions the file holds: how many, their bytes as
+/// stored and as they were.
+fn stored_bodies(p: &Project) -> (u64, u64, u64) {
+    open_read_only(&p.db())
+        .query_row(
+            "SELECT count(*), coalesce(sum(length(zstd)), 0), coalesce(sum(size), 0) FROM bodies",
+            [],
+            |r| {
+                let n = |i: usize| r.get::<_, i64>(i).map(|n| n as u64);
+                Ok((n(0)?, n(1)?, n(2)?))
+            },
+        )
+        .unwrap()
+}
+
+/// `stats --json`'s `history`.
+fn history_stats(p: &Project) -> Value {
+    let out = run(p, &["stats", "--json"]);
+    out.assert_success();
+    let stats: Value = serde_json::from_str(&out.stdout).unwrap();
+    stats["history"].clone()
+}
+
+/// `stats`' lines about the history.
+fn history_lines(p: &Project) -> Vec<String> {
+    let out = run(p, &["stats"]);
+    out.assert_success();
+    out.stdout_lines()
+        .into_iter()
+        .filter(|l| l.starts_with("history:") || l.starts_with("  past bodies:"))
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn stats_says_what_the_history_holds() {
+    let p = project();
+    // Past bodies: A1 and A2 (notes/a), BIN1, F1, each once.
+    let raw = A1.len() + A2.len() + BIN1.len() + F1.len();
+    let (bodies, stored, raw_stored) = stored_bodies(&p);
+    assert_eq!((bodies, raw_stored), (4, raw as u64));
+    let ratio = raw as f64 / stored as f64;
+    assert_eq!(
+        history_stats(&p),
+        json!({
+            "versions": 8,
+            "documents_with_history": 3,
+            "bodies": 4,
+            "stored_bytes": stored,
+            "raw_bytes": raw,
+            "compression_ratio": ratio,
+        })
+    );
+    assert!(stored < 1000);
+    assert_eq!(
+        history_lines(&p),
+        [
+            "history:        8 versions, 3 documents with more than one".to_string(),
+            format!("  past bodies:  4 ({stored} B stored, {raw} B raw, ratio {ratio:.1}×)"),
+        ]
+    );
 }
