@@ -3,7 +3,7 @@
 pub mod diff;
 pub mod log;
 pub mod ls;
-mod out;
+pub mod out;
 pub mod search;
 pub mod show;
 pub mod stats;

@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::cli::{MARKING_PAGER, check, cmd, import_time, on_terminal, run};
 use crate::history::reference_diff;
-use crate::support::{Project, open_read_only};
+use crate::support::{Project, content_digest, open_read_only};
 
 const A1: &[u8] = b"# Alpha\n\nline 1\nline 2\nline 3\nline 4\nline 5\n";
 /// A title with an escape code: shown as `?[7m` on a terminal and in a pipe.
@@ -682,4 +682,262 @@ fn stats_says_what_the_history_holds() {
             format!("  past bodies:  4 ({stored} B stored, {raw} B raw, ratio {ratio:.1}×)"),
         ]
     );
+}
+
+/// The project's keys.
+const KEYS: &[&str] = &["notes/a", "features/F-1", "notes/bin", "docs/guide"];
+
+/// Every document's `log --json`.
+fn logs(p: &Project) -> Vec<String> {
+    KEYS.iter()
+        .map(|key| run(p, &["log", key, "--json"]).stdout)
+        .collect()
+}
+
+/// Every document's version numbers, newest first.
+fn numbers(p: &Project) -> Vec<Vec<u64>> {
+    logs(p)
+        .iter()
+        .map(|log| {
+            log.lines()
+                .map(|line| {
+                    let v: Value = serde_json::from_str(line).unwrap();
+                    v["version"].as_u64().unwrap()
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// `prune ARGS --json`, which must succeed: its report.
+fn prune_json(p: &Project, args: &[&str]) -> Value {
+    let args = [&["prune", "--json"], args].concat();
+    let out = run(p, &args);
+    out.assert_success();
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+#[test]
+fn prune_dry_run_says_what_would_go_and_writes_nothing() {
+    let p = project();
+    let before = (
+        logs(&p),
+        history_stats(&p),
+        stored_bodies(&p),
+        content_digest(&p.db()),
+    );
+    let (_, stored, _) = stored_bodies(&p);
+    let cases: &[(&[&str], String)] = &[
+        (
+            &["prune", "--keep", "1", "--dry-run"],
+            format!("would remove 4 versions and 4 stored bodies ({stored} B)"),
+        ),
+        // Every version but the current ones: a removed document's all.
+        (
+            &["prune", "--older-than", "0s", "--dry-run"],
+            format!("would remove 5 versions and 4 stored bodies ({stored} B)"),
+        ),
+        // Both rules: what both let go.
+        (
+            &["prune", "--dry-run", "--keep", "1", "--older-than", "0s"],
+            format!("would remove 4 versions and 4 stored bodies ({stored} B)"),
+        ),
+        (
+            &["prune", "--keep", "3", "--older-than", "1s", "--dry-run"],
+            "would remove 0 versions and 1 stored body (".to_string(),
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = run(&p, args);
+        out.assert_success();
+        assert!(out.stdout.starts_with(expected), "{args:?}: {out:?}");
+        assert_eq!(out.stdout.lines().count(), 1, "{out:?}");
+    }
+    assert_eq!(
+        prune_json(&p, &["--keep", "2", "--dry-run"]),
+        json!({"dry_run": true, "versions": 1, "bodies": 1, "stored_bytes": stored_size(&p, A1)})
+    );
+    let after = (
+        logs(&p),
+        history_stats(&p),
+        stored_bodies(&p),
+        content_digest(&p.db()),
+    );
+    assert_eq!(before, after, "a dry run writes nothing");
+}
+
+/// The bytes the stored body of `bytes` takes (compressed).
+fn stored_size(p: &Project, bytes: &[u8]) -> u64 {
+    open_read_only(&p.db())
+        .query_row(
+            "SELECT length(zstd) FROM bodies WHERE hash = ?1",
+            [blake3::hash(bytes).as_bytes().as_slice()],
+            |r| r.get::<_, i64>(0),
+        )
+        .unwrap() as u64
+}
+
+#[test]
+fn prune_removes_what_every_rule_lets_go() {
+    let p = project();
+    let all = vec![vec![3, 2, 1], vec![2, 1], vec![2, 1], vec![1]];
+    // A cut in the past: no version is that old. The stored copy of A1
+    // goes all the same: notes/a's current bytes are A1 again (a revert),
+    // so no version needs it.
+    let a1 = stored_size(&p, A1);
+    assert_eq!(
+        prune_json(&p, &["--older-than", "100years"]),
+        json!({"dry_run": false, "versions": 0, "bodies": 1, "stored_bytes": a1})
+    );
+    assert_eq!(numbers(&p), all);
+    // Older than now and beyond the 2 newest: notes/a's first.
+    assert_eq!(
+        prune_json(&p, &["--keep", "2", "--older-than", "0s"]),
+        json!({"dry_run": false, "versions": 1, "bodies": 0, "stored_bytes": 0})
+    );
+    assert_eq!(numbers(&p), [vec![3, 2], vec![2, 1], vec![2, 1], vec![1]]);
+    check(
+        &p,
+        &["show", "notes/a", "--version", "1"],
+        1,
+        &[],
+        &[
+            "orchestra: no version 1 of orchestra://notes/a",
+            "versions 2–3",
+        ],
+    );
+    let out = cmd(&p, &["show", "notes/a", "--version", "2"]).run_raw();
+    assert_eq!((out.code, out.stdout.as_slice()), (Some(0), A2));
+    let out = cmd(&p, &["diff", "notes/a"]).run_raw();
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        unified("orchestra://notes/a", (2, A2), (3, A1))
+    );
+
+    // Keep 1: the current versions stay, and a removed document's removal.
+    let (bodies, stored, _) = stored_bodies(&p);
+    assert_eq!(bodies, 3);
+    check(
+        &p,
+        &["prune", "--keep", "1"],
+        0,
+        &[&format!(
+            "removed 3 versions and 3 stored bodies ({stored} B)"
+        )],
+        &[],
+    );
+    assert_eq!(numbers(&p), [vec![3], vec![2], vec![2], vec![1]]);
+    assert_eq!(stored_bodies(&p), (0, 0, 0));
+    let mut stats = history_stats(&p);
+    // (Left out: `documents_with_history` counts documents that have a
+    // version 2, which after a prune is not "more than one version".)
+    stats["documents_with_history"].take();
+    assert_eq!(
+        stats,
+        json!({
+            "versions": 4, "documents_with_history": null, "bodies": 0,
+            "stored_bytes": 0, "raw_bytes": 0, "compression_ratio": null,
+        })
+    );
+    assert_eq!(
+        history_lines(&p)[1],
+        "  past bodies:  0 (0 B stored, 0 B raw, ratio —)"
+    );
+    // What stays reads back.
+    for (args, expected) in [
+        (&["show", "notes/a"][..], A1),
+        (&["show", "notes/a", "--version", "3"], A1),
+        (&["show", "orchestra://notes/bin?version=2"], BIN2),
+    ] {
+        let out = cmd(&p, args).run_raw();
+        assert_eq!(
+            (out.code, out.stdout.as_slice()),
+            (Some(0), expected),
+            "{args:?}"
+        );
+    }
+    check(
+        &p,
+        &["prune", "--keep", "1"],
+        0,
+        &["removed 0 versions and 0 stored bodies (0 B)"],
+        &[],
+    );
+    // The next import numbers on.
+    p.file("notes/a.md", A2);
+    p.import(&[]).assert_success();
+    assert_eq!(numbers(&p)[0], [4, 3]);
+    let out = cmd(&p, &["diff", "notes/a"]).run_raw();
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        unified("orchestra://notes/a", (3, A1), (4, A2))
+    );
+}
+
+#[test]
+fn prune_exit_statuses() {
+    let p = project();
+    let cases: &[(&[&str], &str)] = &[
+        (&["prune"], "<--keep <N>|--older-than <DURATION>>"),
+        (
+            &["prune", "--dry-run"],
+            "<--keep <N>|--older-than <DURATION>>",
+        ),
+        (&["prune", "--keep", "0"], "--keep <N>"),
+        (&["prune", "--keep", "x"], "--keep <N>"),
+        (&["prune", "--older-than", "3x"], "--older-than <DURATION>"),
+        (&["prune", "--older-than", "-1s"], "--older-than <DURATION>"),
+        (
+            &["prune", "--keep", "1", "--db", "missing.db"],
+            "orchestra: no database at missing.db: run `orchestra import DIR` first",
+        ),
+    ];
+    for &(args, stderr) in cases {
+        let out = run(&p, args);
+        assert_eq!((out.code, out.stdout.as_str()), (Some(2), ""), "{args:?}");
+        assert!(out.stderr.contains(stderr), "{args:?}: {out:?}");
+    }
+    assert!(!p.root_path("missing.db").exists(), "prune creates nothing");
+    assert_eq!(
+        numbers(&p),
+        [vec![3, 2, 1], vec![2, 1], vec![2, 1], vec![1]]
+    );
+}
+
+#[test]
+fn off_a_terminal_history_commands_are_plain() {
+    let p = project();
+    let commands: &[&[&str]] = &[
+        &["log", "notes/a"],
+        &["log", "notes/a", "--json"],
+        &["diff", "notes/a"],
+        &["show", "notes/a", "--version", "2"],
+        &["show", "notes/bin", "--version", "1"],
+        &["show", "notes/a", "--version", "2", "--meta"],
+        &["show", "notes/a", "--version", "2", "--json"],
+        &["stats"],
+    ];
+    let insistent: &[&[(&str, &str)]] = &[
+        &[("CLICOLOR_FORCE", "1"), ("PAGER", "false")],
+        &[
+            ("CLICOLOR", "1"),
+            ("PAGER", "sed s/^/paged:/"),
+            ("TERM", "xterm"),
+        ],
+    ];
+    for args in commands {
+        let plain = cmd(&p, args).run_raw();
+        assert_eq!(plain.code, Some(0), "{args:?}: {plain:?}");
+        for env in insistent {
+            let out = env
+                .iter()
+                .fold(cmd(&p, args), |cmd, (key, value)| cmd.env(key, value))
+                .run_raw();
+            assert_eq!(
+                (out.code, &out.stdout),
+                (Some(0), &plain.stdout),
+                "{args:?} with {env:?}: as plain as without"
+            );
+        }
+    }
 }
