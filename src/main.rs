@@ -1,16 +1,18 @@
-//! The `orchestra` command line: the subcommands and their flags; `import` and `serve` run here, the read-only commands (`search`, `ls`, `show`, `stats`) in `cli`.
+//! The `orchestra` command line: the subcommands and their flags; the commands that write (`import`, `serve`, `prune`) run here, the read-only commands (`search`, `ls`, `show`, `stats`, `log`, `diff`) in `cli`.
 
 mod cli;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result};
-use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{ArgGroup, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use orchestra::import::{self, ChangeKind};
 use orchestra::mcp;
-use orchestra::store::Store;
+use orchestra::store::{PruneRules, Store};
 use orchestra::watch;
 
 use cli::DbArg;
@@ -37,12 +39,27 @@ enum Command {
     /// error.
     Ls(cli::ls::LsArgs),
     /// Print a document's bytes exactly as imported, or what is stored
-    /// about it. Exit 0 when it exists, 1 when it does not (with the
-    /// nearest ids), 2 on an error.
+    /// about it; of a past version with --version N. Exit 0 when it exists,
+    /// 1 when it does not (with the nearest ids, or the versions there
+    /// are), 2 on an error.
     Show(cli::show::ShowArgs),
+    /// List a document's versions, newest first: version, time, size,
+    /// title. Exit 0 when it listed some, 1 when there are none, 2 on an
+    /// error.
+    Log(cli::log::LogArgs),
+    /// Compare two versions of a document: a unified diff, by default of
+    /// the newest version and the one before. Exit 0 when it printed a diff
+    /// or the versions are identical, 1 when there is no such document or
+    /// version or no text to compare, 2 on an error.
+    Diff(cli::diff::DiffArgs),
     /// Show what the database holds: documents and bytes per prefix, its size,
     /// the project, the schema version and the last import.
     Stats(cli::stats::StatsArgs),
+    /// Remove past versions of documents (never the current one) and the
+    /// stored bytes no version needs any more, in one transaction, and say
+    /// what was removed. A version goes only when every rule given lets it
+    /// go. Exit 0, or 2 on an error.
+    Prune(PruneArgs),
 }
 
 #[derive(Args)]
@@ -63,6 +80,27 @@ struct ImportArgs {
     /// Allow importing into a database that holds another project (its documents are replaced).
     #[arg(long)]
     replace: bool,
+}
+
+#[derive(Args)]
+#[command(group(ArgGroup::new("rule").required(true).multiple(true).args(["keep", "older_than"])))]
+struct PruneArgs {
+    /// Keep the N newest versions of each document, the current one
+    /// included (N from 1).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    keep: Option<u32>,
+    /// Keep the versions made less than DURATION ago (by the import that
+    /// made them): 30days, 12h, 2weeks.
+    #[arg(long, value_name = "DURATION", value_parser = humantime::parse_duration)]
+    older_than: Option<Duration>,
+    /// Say what would be removed, and remove nothing.
+    #[arg(long)]
+    dry_run: bool,
+    /// Print what was removed as one JSON object.
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    db: DbArg,
 }
 
 #[derive(Args)]
@@ -108,6 +146,11 @@ fn main() -> ExitCode {
         }
         Command::Show(args) => return cli::exit_status(cli::show::run(&args)),
         Command::Stats(args) => return cli::exit_status(cli::stats::run(&args)),
+        Command::Diff(args) => return cli::exit_status(cli::diff::run(&args)),
+        Command::Prune(args) => return cli::exit_status(run_prune(&args).map(|()| true)),
+        Command::Log(args) => {
+            return cli::exit_status(cli::log::run(&args, db_given(&matches, "log")));
+        }
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -167,6 +210,60 @@ fn run_import(args: ImportArgs) -> Result<()> {
             }
         }
         println!("{}", report.summary(&args.dir));
+    }
+    Ok(())
+}
+
+/// `prune --json`.
+#[derive(serde::Serialize)]
+struct PruneJson {
+    dry_run: bool,
+    versions: u64,
+    bodies: u64,
+    /// The removed bodies' bytes as stored (compressed).
+    stored_bytes: u64,
+}
+
+/// Prunes the history as `args` say, and prints what went.
+fn run_prune(args: &PruneArgs) -> Result<()> {
+    let keep_since_ms = args.older_than.map(|age| {
+        let now = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+        ms(now).saturating_sub(ms(age))
+    });
+    let rules = PruneRules {
+        keep: args.keep,
+        keep_since_ms,
+    };
+    let report = Store::open_existing(&args.db.path())?.prune(&rules, args.dry_run)?;
+    let mut out = std::io::stdout().lock();
+    if args.json {
+        let json = PruneJson {
+            dry_run: args.dry_run,
+            versions: report.versions,
+            bodies: report.bodies,
+            stored_bytes: report.stored_bytes,
+        };
+        writeln!(out, "{}", serde_json::to_string(&json)?)?;
+    } else {
+        let plural = |n: u64, one: &str, many: &str| match n {
+            1 => format!("1 {one}"),
+            n => format!("{n} {many}"),
+        };
+        writeln!(
+            out,
+            "{} {} and {} ({})",
+            if args.dry_run {
+                "would remove"
+            } else {
+                "removed"
+            },
+            plural(report.versions, "version", "versions"),
+            plural(report.bodies, "stored body", "stored bodies"),
+            cli::out::size(report.stored_bytes)
+        )?;
     }
     Ok(())
 }

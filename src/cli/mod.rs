@@ -1,7 +1,9 @@
-//! The read-only commands for people at a terminal (`search`, `ls`, `show`, `stats`) and what they share: the `--db` flag, opening the store read-only, naming a document, and the exit status.
+//! The read-only commands for people at a terminal (`search`, `ls`, `show`, `stats`, `log`, `diff`) and what they share: the `--db` flag, opening the store read-only, naming a document, and the exit status.
 
+pub mod diff;
+pub mod log;
 pub mod ls;
-mod out;
+pub mod out;
 pub mod search;
 pub mod show;
 pub mod stats;
@@ -13,7 +15,7 @@ use anyhow::{Result, anyhow, bail};
 use clap::Args;
 
 use orchestra::doc::{DocKey, Prefix, is_valid_id};
-use orchestra::store::{Reader, Store};
+use orchestra::store::{Reader, Store, Version};
 use orchestra::uri;
 
 #[derive(Args)]
@@ -55,6 +57,54 @@ pub fn parse_ref(text: &str) -> Result<DocKey> {
         bail!("{text:?} names no document: {id:?} cannot be an id");
     }
     Ok(DocKey::new(prefix, id))
+}
+
+/// The document `text` names, and the version its URI names with
+/// `?version=N` (`orchestra://features/FEAT-001?version=3`), if any;
+/// otherwise as [`parse_ref`].
+pub fn parse_versioned_ref(text: &str) -> Result<(DocKey, Option<u32>)> {
+    if !text.contains("://") {
+        return Ok((parse_ref(text)?, None));
+    }
+    let versioned =
+        uri::parse_versioned(text).map_err(|e| anyhow!("{text:?} is not a document uri: {e}"))?;
+    Ok((versioned.key, versioned.version))
+}
+
+/// Says that version `number` of `key` has no bytes to show (there is no
+/// such version, or it is a removal) and which versions there are:
+/// `versions 1–4; 3 is a removal`. `versions`: the whole history, in any
+/// order; empty when the key never existed. Returns false: nothing shown.
+pub fn no_version(key: &DocKey, number: u32, versions: &[Version]) -> bool {
+    let name = uri::format(key);
+    if versions.is_empty() {
+        eprintln!("orchestra: no history for {name}");
+        return false;
+    }
+    let mut numbers: Vec<u32> = versions.iter().map(|v| v.number).collect();
+    numbers.sort_unstable();
+    let mut removals: Vec<u32> = versions
+        .iter()
+        .filter(|v| v.removed())
+        .map(|v| v.number)
+        .collect();
+    removals.sort_unstable();
+    match removals.contains(&number) {
+        true => eprintln!("orchestra: version {number} of {name} is a removal: it has no bytes"),
+        false => eprintln!("orchestra: no version {number} of {name}"),
+    }
+    let mut which = match numbers.len() {
+        1 => format!("version {}", numbers[0]),
+        _ => format!("versions {}", out::ranges(&numbers)),
+    };
+    let removals: Vec<String> = removals.iter().map(u32::to_string).collect();
+    match removals.len() {
+        0 => {}
+        1 => which.push_str(&format!("; {} is a removal", removals[0])),
+        _ => which.push_str(&format!("; {} are removals", out::and_list(&removals))),
+    }
+    eprintln!("{which}");
+    false
 }
 
 /// The exit status of a read command that returned whether it showed
@@ -123,6 +173,43 @@ mod tests {
                 .map(|key| key.to_string())
                 .map_err(|e| e.to_string());
             assert_eq!(got.as_deref().map_err(String::as_str), expected, "{text}");
+        }
+    }
+
+    #[test]
+    fn versioned_references() {
+        let cases = [
+            ("notes/a", Ok(("notes/a", None))),
+            ("orchestra://notes/a", Ok(("notes/a", None))),
+            ("orchestra://notes/a?version=3", Ok(("notes/a", Some(3)))),
+            (
+                "orchestra://notes/caf%C3%A9?version=12",
+                Ok(("notes/café", Some(12))),
+            ),
+            // Not a URI: `?` is part of the id.
+            ("notes/a?version=3", Ok(("notes/a?version=3", None))),
+            (
+                "orchestra://notes/a?version=0",
+                Err(
+                    "\"orchestra://notes/a?version=0\" is not a document uri: the only query a document uri takes is ?version=N, N a version number from 1",
+                ),
+            ),
+            (
+                "orchestra://notes/a?v=1",
+                Err(
+                    "\"orchestra://notes/a?v=1\" is not a document uri: the only query a document uri takes is ?version=N, N a version number from 1",
+                ),
+            ),
+        ];
+        for (text, expected) in cases {
+            let got = parse_versioned_ref(text)
+                .map(|(key, version)| (key.to_string(), version))
+                .map_err(|e| e.to_string());
+            let got = got
+                .as_ref()
+                .map(|(key, version)| (key.as_str(), *version))
+                .map_err(String::as_str);
+            assert_eq!(got, expected, "{text}");
         }
     }
 }

@@ -268,6 +268,33 @@ pub fn shell_word(text: &str) -> Cow<'_, str> {
     }
 }
 
+/// Numbers in ascending order as ranges: `1–4`, `1, 3–5`, `7`.
+pub fn ranges(numbers: &[u32]) -> String {
+    let mut runs: Vec<(u32, u32)> = Vec::new();
+    for &n in numbers {
+        match runs.last_mut() {
+            Some((_, last)) if last.checked_add(1) == Some(n) => *last = n,
+            _ => runs.push((n, n)),
+        }
+    }
+    runs.iter()
+        .map(|&(first, last)| match first == last {
+            true => first.to_string(),
+            false => format!("{first}–{last}"),
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Items as a list in words: `a`, `a and b`, `a, b and c`.
+pub fn and_list(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -322,6 +349,27 @@ mod tests {
         for (text, expected) in cases {
             assert_eq!(shell_word(text), expected, "{text}");
         }
+    }
+
+    #[test]
+    fn number_ranges() {
+        let cases: &[(&[u32], &str)] = &[
+            (&[], ""),
+            (&[7], "7"),
+            (&[1, 2, 3, 4], "1–4"),
+            (&[1, 3, 4, 5], "1, 3–5"),
+            (&[1, 3, 5, 6, 9], "1, 3, 5–6, 9"),
+            (&[u32::MAX - 1, u32::MAX], "4294967294–4294967295"),
+        ];
+        for &(numbers, expected) in cases {
+            assert_eq!(ranges(numbers), expected, "{numbers:?}");
+        }
+        let list =
+            |items: &[&str]| and_list(&items.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(list(&[]), "");
+        assert_eq!(list(&["2"]), "2");
+        assert_eq!(list(&["2", "4"]), "2 and 4");
+        assert_eq!(list(&["2", "4", "6"]), "2, 4 and 6");
     }
 
     #[test]

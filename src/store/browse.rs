@@ -212,10 +212,7 @@ impl Reader {
     /// share, and the last import. Reads every document's size (an index scan)
     /// and every page's size (`dbstat`): for a command, not for a request.
     pub fn stats(&self) -> Result<StoreStats> {
-        self.conn.execute_batch("BEGIN")?;
-        let stats = self.stats_in_transaction();
-        let _ = self.conn.execute_batch("COMMIT");
-        stats
+        self.in_transaction(|| self.stats_in_transaction())
     }
 
     fn stats_in_transaction(&self) -> Result<StoreStats> {

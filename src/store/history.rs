@@ -329,6 +329,17 @@ impl Reader {
         Ok((all.into_iter().take(limit).collect(), total))
     }
 
+    /// How many versions of `key` there are, removals included (0 when the
+    /// key never existed): the length of its whole history.
+    pub fn count_versions(&self, key: &DocKey) -> Result<u64> {
+        let (prefix, id) = key_args(key);
+        let n: i64 = self
+            .conn
+            .prepare_cached("SELECT count(*) FROM versions WHERE prefix = ?1 AND id = ?2")?
+            .query_row(params![prefix, id], |r| r.get(0))?;
+        Ok(n as u64)
+    }
+
     /// How many versions and stored bodies the history holds, and their size.
     pub fn history_stats(&self) -> Result<HistoryStats> {
         self.in_transaction(|| {
@@ -520,6 +531,34 @@ mod tests {
         let b = DocKey::new(Prefix::Notes, "b");
         assert_eq!(r.history(&b, None, 10).unwrap().len(), 1);
         assert!(r.history(&b, None, 10).unwrap()[0].current);
+    }
+
+    #[test]
+    fn reads_with_a_transaction_of_their_own_join_an_open_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(&dir.path().join("o.db")).unwrap();
+        let key = DocKey::new(Prefix::Notes, "a");
+        import(&store, &[("a", Some("# One\n"))]);
+        let r = store.reader().unwrap();
+        r.in_transaction(|| {
+            assert_eq!(r.version(&key, 1)?.unwrap().body, b"# One\n");
+            // An import commits meanwhile: the open transaction does not see it.
+            import(&store, &[("a", Some("# Two\n"))]);
+            assert_eq!(r.count_versions(&key)?, 1);
+            assert!(r.version(&key, 2)?.is_none());
+            assert_eq!(r.history_stats()?.versions, 1);
+            assert_eq!(r.stats()?.last_seq, 1);
+            assert_eq!(r.history(&key, None, 10)?.len(), 1);
+            Ok(())
+        })
+        .unwrap();
+        assert_eq!(r.count_versions(&key).unwrap(), 2);
+        assert_eq!(r.version(&key, 2).unwrap().unwrap().body, b"# Two\n");
+        assert_eq!(
+            r.count_versions(&DocKey::new(Prefix::Notes, "never"))
+                .unwrap(),
+            0
+        );
     }
 
     #[test]

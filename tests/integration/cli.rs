@@ -64,19 +64,19 @@ fn project() -> Project {
 
 /// `orchestra ARGS` in `p`, with nothing in the environment that asks for
 /// colour or a pager.
-fn cmd(p: &Project, args: &[&str]) -> Cmd {
+pub(crate) fn cmd(p: &Project, args: &[&str]) -> Cmd {
     ["NO_COLOR", "CLICOLOR", "CLICOLOR_FORCE", "PAGER", "LESS"]
         .into_iter()
         .fold(p.cmd(args), Cmd::env_remove)
 }
 
-fn run(p: &Project, args: &[&str]) -> Output {
+pub(crate) fn run(p: &Project, args: &[&str]) -> Output {
     cmd(p, args).run()
 }
 
 /// Runs `args` and checks its exit status, stdout and stderr.
 #[track_caller]
-fn check(p: &Project, args: &[&str], code: i32, stdout: &[&str], stderr: &[&str]) {
+pub(crate) fn check(p: &Project, args: &[&str], code: i32, stdout: &[&str], stderr: &[&str]) {
     let out = run(p, args);
     assert_eq!(
         (out.code, out.stdout_lines(), out.stderr_lines()),
@@ -298,7 +298,7 @@ fn ls_exit_statuses() {
 }
 
 /// `orchestra ARGS` on a terminal of `rows` × `columns` with `env`: its stdout.
-fn on_terminal(p: &Project, args: &[&str], (rows, columns): Screen, env: Env) -> String {
+pub(crate) fn on_terminal(p: &Project, args: &[&str], (rows, columns): Screen, env: Env) -> String {
     let cmd = env
         .iter()
         .fold(cmd(p, args).env("TERM", "xterm"), |cmd, (key, value)| {
@@ -310,13 +310,13 @@ fn on_terminal(p: &Project, args: &[&str], (rows, columns): Screen, env: Env) ->
 }
 
 /// A terminal's rows and columns.
-type Screen = (u16, u16);
+pub(crate) type Screen = (u16, u16);
 
 /// Environment variables set for a run.
-type Env = &'static [(&'static str, &'static str)];
+pub(crate) type Env = &'static [(&'static str, &'static str)];
 
 /// No colour, and a pager that marks what it shows.
-const MARKING_PAGER: Env = &[("NO_COLOR", "1"), ("PAGER", "sed s/^/paged:/")];
+pub(crate) const MARKING_PAGER: Env = &[("NO_COLOR", "1"), ("PAGER", "sed s/^/paged:/")];
 
 #[test]
 fn ls_on_a_terminal_aligns_clips_pages_and_colours() {
@@ -425,7 +425,7 @@ fn file(path: &str) -> &'static [u8] {
 }
 
 /// When the import `seq` of `p` committed, as `show` and `stats` print it.
-fn import_time(p: &Project, seq: i64) -> String {
+pub(crate) fn import_time(p: &Project, seq: i64) -> String {
     let ms: i64 = open_read_only(&p.db())
         .query_row(
             "SELECT committed_ms FROM imports WHERE seq = ?1",
@@ -718,6 +718,10 @@ fn stats_counts_documents_and_bytes_per_prefix() {
             "documents": 8,
             "bytes": 313,
             "prefixes": {"docs": count("docs"), "features": count("features"), "notes": count("notes")},
+            "history": {
+                "versions": 8, "documents_with_history": 0, "bodies": 0,
+                "stored_bytes": 0, "raw_bytes": 0, "compression_ratio": null,
+            },
             "database_bytes": null,
             "index_bytes": null,
             "project_root": root,
@@ -743,6 +747,8 @@ fn stats_counts_documents_and_bytes_per_prefix() {
         "  docs:         3 (129 B)",
         "  features:     3 (145 B)",
         "  notes:        2 (39 B)",
+        "history:        8 versions, 0 documents with more than one",
+        "  past bodies:  0 (0 B stored, 0 B raw, ratio —)",
         "database:       <size> (search index <size>, <share>)",
         &format!("project:        {root}"),
         &format!("schema version: {}", migrations()),

@@ -61,7 +61,7 @@ fn initialize(server: &mut Server) {
 }
 
 /// The hunks of `diff -u old new` (its two header lines left out).
-fn reference_diff(old: &[u8], new: &[u8]) -> String {
+pub(crate) fn reference_diff(old: &[u8], new: &[u8]) -> String {
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     std::fs::write(&a, old).unwrap();

@@ -6,6 +6,7 @@ mod concurrency;
 mod faults;
 mod fuzz;
 mod history;
+mod history_cli;
 mod http;
 mod import;
 mod search;
