@@ -43,6 +43,24 @@ pub fn version_json(version: &Version) -> Value {
     })
 }
 
+/// Which versions have bytes, newest first: `versions with bytes: 7, 5, 4`
+/// (at most 20 named). After a prune the numbers have gaps.
+fn with_bytes_text(versions: &[Version]) -> String {
+    let numbers: Vec<String> = versions
+        .iter()
+        .filter(|v| !v.removed())
+        .map(|v| v.number.to_string())
+        .collect();
+    match numbers.len() {
+        0 => "no version has bytes".to_string(),
+        n if n > 20 => format!(
+            "versions with bytes: {}, … ({n} in all)",
+            numbers[..20].join(", ")
+        ),
+        _ => format!("versions with bytes: {}", numbers.join(", ")),
+    }
+}
+
 /// The diff of `key` from version `from` to version `to`. `to` defaults to
 /// the newest version with bytes, `from` to the one with bytes before `to`.
 pub fn diff(
@@ -75,9 +93,9 @@ pub fn diff(
     let mut texts = Vec::with_capacity(2);
     for number in [from, to] {
         let Some(read) = reader.version(key, number)? else {
-            let latest = versions[0].number;
             return Ok(Err(DiffError(format!(
-                "{name} has no version {number} with bytes (its versions are 1 to {latest}; a removal has none)"
+                "{name} has no version {number} with bytes; {}",
+                with_bytes_text(&versions)
             ))));
         };
         if !read.version.is_text {

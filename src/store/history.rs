@@ -344,7 +344,9 @@ impl Reader {
     pub fn history_stats(&self) -> Result<HistoryStats> {
         self.in_transaction(|| {
             let (versions, documents_with_history): (i64, i64) = self.conn.query_row(
-                "SELECT count(*), (SELECT count(*) FROM versions WHERE version = 2) FROM versions",
+                "SELECT count(*), (SELECT count(*) FROM (SELECT 1 FROM versions
+                                          GROUP BY prefix, id HAVING count(*) > 1))
+                 FROM versions",
                 [],
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )?;

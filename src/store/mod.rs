@@ -638,7 +638,7 @@ mod tests {
         }
         conn.pragma_update(None, "user_version", 3).unwrap();
         conn.execute_batch(
-            "INSERT INTO documents VALUES ('notes', 'a', 1, 1, x'00', 1, 'Alpha', NULL,
+            "INSERT INTO documents VALUES ('notes', 'a', 1, 1, zeroblob(32), 1, 'Alpha', NULL,
                  '{\"status\":\"open\"}', 1, CAST('---\nstatus: open\n---\nzeta words' AS BLOB));
              INSERT INTO documents VALUES ('notes', 'b', 1, 1, x'00', 1, 'Beta', NULL,
                  NULL, 1, CAST('status is not a field here' AS BLOB));",
@@ -665,6 +665,15 @@ mod tests {
         // The frontmatter block is not text to search; its fields filter.
         assert_eq!(found("status", &[]), ["notes/b"]);
         assert_eq!(found("", &["status=open"]), ["notes/a"]);
+        // History starts: every document at version 1, its bytes current.
+        let a = DocKey::new(Prefix::Notes, "a");
+        let history = reader.history(&a, None, 10).unwrap();
+        assert_eq!(history.len(), 1);
+        assert!(history[0].number == 1 && history[0].current);
+        assert_eq!(
+            reader.version(&a, 1).unwrap().unwrap().body,
+            b"---\nstatus: open\n---\nzeta words"
+        );
     }
 
     #[test]

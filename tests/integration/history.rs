@@ -300,6 +300,34 @@ fn twenty_changes_every_version_reads_back_and_compares() {
     }
     server.close();
 
+    // In the stateless era, a missing version is not found as a missing
+    // document is, and a version reads back.
+    let mut stateless = Server::start(&p.db(), &[]);
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                      "io.modelcontextprotocol/clientCapabilities": {}});
+    let mut read_stateless = |id: u64, uri: &str| {
+        stateless.request(
+            &json!({"jsonrpc": "2.0", "id": id, "method": "resources/read",
+                                  "params": {"uri": uri, "_meta": meta}}),
+        )
+    };
+    let missing_doc = read_stateless(1, "orchestra://notes/never");
+    let missing_version = read_stateless(2, "orchestra://notes/a?version=999");
+    assert!(missing_doc["error"]["code"].is_i64(), "{missing_doc}");
+    assert_eq!(
+        missing_version["error"]["code"],
+        missing_doc["error"]["code"]
+    );
+    let first = read_stateless(3, "orchestra://notes/a?version=1");
+    assert_eq!(
+        first["result"]["contents"][0]["text"]
+            .as_str()
+            .unwrap()
+            .as_bytes(),
+        &a_versions[0].as_ref().unwrap()[..]
+    );
+    stateless.close();
+
     // Storage: one body per distinct superseded content, whatever the reverts.
     let mut superseded: Vec<&Vec<u8>> = Vec::new();
     for (key, versions) in &model.versions {
