@@ -21,6 +21,11 @@ pub struct DiffError(pub String);
 
 /// Lines of context around each change.
 const CONTEXT: usize = 3;
+/// The largest version a diff reads; beyond, compare the downloads.
+pub const MAX_DIFF_BYTES: u64 = 4 * 1024 * 1024;
+/// How long a diff may look for the smallest edit before it settles for
+/// a larger one (still correct, less minimal).
+const DIFF_DEADLINE: std::time::Duration = std::time::Duration::from_secs(1);
 
 /// A commit time (ms since the epoch) as RFC 3339, to the second.
 pub fn time_text(ms: i64) -> String {
@@ -92,6 +97,14 @@ pub fn diff(
     };
     let mut texts = Vec::with_capacity(2);
     for number in [from, to] {
+        if let Some(v) = versions.iter().find(|v| v.number == number)
+            && v.size > MAX_DIFF_BYTES
+        {
+            return Ok(Err(DiffError(format!(
+                "version {number} of {name} is {} bytes, more than a diff reads ({MAX_DIFF_BYTES})",
+                v.size
+            ))));
+        }
         let Some(read) = reader.version(key, number)? else {
             return Ok(Err(DiffError(format!(
                 "{name} has no version {number} with bytes; {}",
@@ -112,7 +125,9 @@ pub fn diff(
             }
         }
     }
-    let text = similar::TextDiff::from_lines(&texts[0], &texts[1])
+    let text = similar::TextDiff::configure()
+        .timeout(DIFF_DEADLINE)
+        .diff_lines(&texts[0], &texts[1])
         .unified_diff()
         .context_radius(CONTEXT)
         .header(

@@ -353,7 +353,8 @@ fn token_in_query(uri: &axum::http::Uri) -> Option<(String, String)> {
             _ => kept.push(pair),
         }
     }
-    let mut rest = uri.path().to_string();
+    // One leading slash: `//host/...` in a Location would leave the server.
+    let mut rest = format!("/{}", uri.path().trim_start_matches(['/', '\\']));
     if !kept.is_empty() {
         rest.push('?');
         rest.push_str(&kept.join("&"));

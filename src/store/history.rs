@@ -391,10 +391,11 @@ impl Store {
 }
 
 fn prune_in_transaction(conn: &Connection, rules: &PruneRules) -> Result<PruneReport> {
-    // A version goes when it is not current and every rule lets it go.
+    // A version goes when every rule lets it go, and never the newest of a
+    // key: the current version, or a removed document's removal, which
+    // keeps its numbers from being given again if it comes back.
     let mut conditions = vec![
-        "NOT (v.version = (SELECT max(version) FROM versions m WHERE m.prefix = v.prefix AND m.id = v.id)
-              AND EXISTS (SELECT 1 FROM documents d WHERE d.prefix = v.prefix AND d.id = v.id))"
+        "v.version < (SELECT max(version) FROM versions m WHERE m.prefix = v.prefix AND m.id = v.id)"
             .to_string(),
     ];
     if let Some(keep) = rules.keep {
@@ -424,12 +425,19 @@ fn prune_in_transaction(conn: &Connection, rules: &PruneRules) -> Result<PruneRe
              (SELECT prefix, id, version FROM temp.prune_doomed);
          DELETE FROM temp.prune_doomed;",
     )?;
-    // Bodies that no remaining version names, or that only the current
-    // documents name (their bytes are in `documents`).
-    let unneeded = "SELECT rowid FROM bodies b WHERE NOT EXISTS (
-             SELECT 1 FROM versions v WHERE v.hash = b.hash
-             AND NOT EXISTS (SELECT 1 FROM documents d
-                             WHERE d.prefix = v.prefix AND d.id = v.id AND d.hash = v.hash))";
+    // Bodies that no remaining version needs: needed are the hashes of
+    // versions whose bytes are not their document's current ones. Built
+    // once, then an anti-join: `versions` has no index on hash.
+    conn.execute_batch(
+        "CREATE TEMP TABLE IF NOT EXISTS prune_needed (hash BLOB PRIMARY KEY) WITHOUT ROWID;
+         DELETE FROM temp.prune_needed;
+         INSERT OR IGNORE INTO temp.prune_needed
+             SELECT v.hash FROM versions v
+             WHERE v.hash IS NOT NULL AND NOT EXISTS (
+                 SELECT 1 FROM documents d WHERE d.prefix = v.prefix AND d.id = v.id AND d.hash = v.hash);",
+    )?;
+    let unneeded =
+        "SELECT rowid FROM bodies WHERE hash NOT IN (SELECT hash FROM temp.prune_needed)";
     let (bodies, stored): (i64, i64) = conn.query_row(
         &format!("SELECT count(*), coalesce(sum(length(zstd)), 0) FROM bodies WHERE rowid IN ({unneeded})"),
         [],
@@ -439,6 +447,7 @@ fn prune_in_transaction(conn: &Connection, rules: &PruneRules) -> Result<PruneRe
         &format!("DELETE FROM bodies WHERE rowid IN ({unneeded})"),
         [],
     )?;
+    conn.execute_batch("DELETE FROM temp.prune_needed")?;
     Ok(PruneReport {
         versions: versions as u64,
         bodies: bodies as u64,
@@ -614,5 +623,23 @@ mod tests {
         assert_eq!(r.version(&key, 5).unwrap().unwrap().body, b"# V5\nbody 5");
         assert_eq!(r.history_stats().unwrap().bodies, 0);
         assert!(store.prune(&PruneRules::default(), true).is_err());
+        // A removed document keeps its removal: when it comes back, its
+        // numbers go on instead of naming other bytes again.
+        import(&store, &[("a", None)]);
+        let everything = PruneRules {
+            keep: None,
+            keep_since_ms: Some(i64::MAX),
+        };
+        store.prune(&everything, false).unwrap();
+        let left: Vec<(u32, bool)> = r
+            .history(&key, None, 10)
+            .unwrap()
+            .iter()
+            .map(|v| (v.number, v.removed()))
+            .collect();
+        assert_eq!(left, [(6, true)]);
+        import(&store, &[("a", Some("# Back\nagain"))]);
+        assert_eq!(r.history(&key, None, 1).unwrap()[0].number, 7);
+        assert!(r.version(&key, 5).unwrap().is_none());
     }
 }

@@ -79,8 +79,10 @@ pub(super) async fn diff(
     let lines = diff
         .text
         .lines()
-        .map(|line| {
-            let class = if line.starts_with("+++") || line.starts_with("---") {
+        .enumerate()
+        .map(|(i, line)| {
+            // The two header lines; a later `---` or `+++` is content.
+            let class = if i < 2 {
                 "file"
             } else if line.starts_with("@@") {
                 "hunk"

@@ -121,7 +121,7 @@ fn page_headers(response: &mut Response) {
     let headers = response.headers_mut();
     headers.insert(
         header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static("default-src 'self'"),
+        HeaderValue::from_static("default-src 'self'; frame-ancestors 'none'"),
     );
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,

@@ -155,12 +155,13 @@ pub(super) async fn missing(viewer: &Viewer, key: DocKey, version: Option<u32>) 
     let lookup = key.clone();
     let found = read(&viewer.store, move |r| {
         Ok((
+            r.seq()?,
             r.history(&lookup, None, HISTORY_SHOWN)?,
             r.nearest(&lookup, 5)?,
         ))
     })
     .await;
-    let (history, near) = found.unwrap_or_default();
+    let (seq, history, near) = found.unwrap_or_default();
     let path = uri_path(&key);
     let suggestions = if history.is_empty() {
         near.iter().map(|k| (doc_path(k), k.to_string())).collect()
@@ -185,7 +186,8 @@ pub(super) async fn missing(viewer: &Viewer, key: DocKey, version: Option<u32>) 
         ),
     };
     let page = ErrorPage {
-        chrome: Chrome::new(0, format!("doc:{key}")),
+        // Live from now on: the document may come (back).
+        chrome: Chrome::new(seq, format!("doc:{key}")),
         heading: "Not found".to_string(),
         message,
         suggestions,
@@ -398,6 +400,8 @@ struct DocPage {
     current_href: String,
     history: Vec<HistoryRow>,
     history_more: bool,
+    /// `prefix/id`, as the terminal commands take it.
+    key_text: String,
     source: Option<String>,
     raw_href: String,
 }
@@ -576,6 +580,7 @@ pub(super) async fn document(
             shown.version.map(|v| v.0),
         ),
         history_more,
+        key_text: key.to_string(),
     };
     rendered(StatusCode::OK, page.render())
 }
@@ -689,7 +694,8 @@ pub async fn search_page(store: Store, pairs: Vec<(String, String)>) -> Response
     })();
     let searched = !query.trim().is_empty() || !under_text.is_empty() || !where_texts.is_empty();
     let mut page = SearchPage {
-        chrome: Chrome::new(0, "*".to_string()),
+        // Live once there are results (and their sequence), below.
+        chrome: Chrome::new(0, String::new()),
         under: under_text.clone(),
         where_text: where_texts.join(" "),
         error: None,
@@ -731,6 +737,7 @@ pub async fn search_page(store: Store, pairs: Vec<(String, String)>) -> Response
         Err(e) => return internal(e),
     };
     page.chrome.seq = seq;
+    page.chrome.watch = "*".to_string();
     page.searched = true;
     page.total = found.total;
     page.hits = found.hits.iter().map(hit_row).collect();

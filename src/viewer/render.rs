@@ -128,10 +128,8 @@ pub fn render(
     title: &str,
     exists: impl Fn(&DocKey) -> bool,
 ) -> Rendered {
-    let options = Options::ENABLE_TABLES
-        | Options::ENABLE_TASKLISTS
-        | Options::ENABLE_STRIKETHROUGH
-        | Options::ENABLE_FOOTNOTES;
+    let options =
+        Options::ENABLE_TABLES | Options::ENABLE_TASKLISTS | Options::ENABLE_STRIKETHROUGH;
     let mut events: Vec<Event> = Parser::new_ext(markdown, options).collect();
     let mut headings = anchor_headings(&mut events);
     if headings
@@ -166,6 +164,12 @@ pub fn render(
                         (href, broken.then_some(key))
                     }
                     Target::Other => {
+                        // An anchor in this document: its ids carry the prefix.
+                        if let Some(fragment) = dest_url.strip_prefix('#')
+                            && !fragment.is_empty()
+                        {
+                            *dest_url = format!("#{ID_PREFIX}{fragment}").into();
+                        }
                         rewritten.push(false);
                         continue;
                     }
@@ -440,5 +444,9 @@ mod tests {
             "{html}"
         );
         assert!(html.contains("href=\"/doc/notes/x\""), "{html}");
+        // An anchor within the document meets its heading.
+        let html = render(&key("notes/x"), "## Sync\n\n[up](#sync)\n", "", |_| true).html;
+        assert!(html.contains("<h2 id=\"md-sync\">"), "{html}");
+        assert!(html.contains("href=\"#md-sync\""), "{html}");
     }
 }

@@ -82,7 +82,7 @@ fn every_page_is_html_with_a_content_security_policy() {
         );
         assert_eq!(
             resp.header("content-security-policy"),
-            Some("default-src 'self'"),
+            Some("default-src 'self'; frame-ancestors 'none'"),
             "{path}"
         );
         assert_eq!(resp.header("x-content-type-options"), Some("nosniff"));
@@ -327,6 +327,10 @@ fn with_a_token_the_viewer_takes_it_once_and_keeps_it_in_a_cookie() {
         cookie,
         format!("orchestra_token={token}; HttpOnly; SameSite=Strict; Path=/").replace('-', "%2D")
     );
+    // The redirect stays on this server, whatever the path's slashes.
+    let sneaky = page(&server, &format!("//evil.example/?token={token}"));
+    sneaky.expect(303);
+    assert_eq!(sneaky.header("location"), Some("/evil.example/"));
     let pair = cookie.split(';').next().unwrap();
     for path in ["/", "/doc/features/FEAT-001", "/assets/viewer.js"] {
         server
