@@ -124,11 +124,19 @@ impl Reader {
         if !self.conn.is_autocommit() {
             return reads();
         }
+        /// Ends the read transaction however `reads` ends, a panic
+        /// included: the pooled connection must not go back to the pool
+        /// inside it (every later read on it would see that old commit).
+        struct End<'c>(&'c rusqlite::Connection);
+        impl Drop for End<'_> {
+            fn drop(&mut self) {
+                // A read transaction has nothing to keep: ending it cannot lose data.
+                let _ = self.0.execute_batch("COMMIT");
+            }
+        }
         self.conn.execute_batch("BEGIN")?;
-        let result = reads();
-        // A read transaction has nothing to keep: ending it cannot lose data.
-        let _ = self.conn.execute_batch("COMMIT");
-        result
+        let _end = End(&self.conn);
+        reads()
     }
 
     /// Whether a document with `key` is stored: one index seek.

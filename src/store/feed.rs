@@ -91,10 +91,7 @@ impl Reader {
     /// have published it: for a client that reconnects and names the last
     /// sequence it saw.
     pub fn changes_after(&self, after: i64) -> Result<ChangeBatch> {
-        self.conn.execute_batch("BEGIN")?;
-        let batch = read_after(&self.conn, after);
-        let _ = self.conn.execute_batch("COMMIT");
-        batch
+        self.in_transaction(|| read_after(&self.conn, after))
     }
 }
 
