@@ -175,24 +175,30 @@ fn read(ctx: &Context, params: ReadParams, stateless: bool) -> Result<Handled, R
         }
         Some(Fetched::Document(doc)) => doc,
     };
-    let canonical = uri::format(&doc.key);
-    let contents = if doc.is_text {
-        match String::from_utf8(doc.body) {
+    read_result(uri::format(&doc.key), doc.is_text, doc.body)
+}
+
+/// The `resources/read` result of one document's bytes: text for UTF-8
+/// documents, a base64 blob for the others.
+fn read_result(uri: String, is_text: bool, body: Vec<u8>) -> Result<Handled, RpcError> {
+    let contents = if is_text {
+        match String::from_utf8(body) {
             Ok(text) => ResourceContents::TextResourceContents {
-                uri: canonical,
+                uri,
                 mime_type: Some(MIME_TYPE.to_string()),
                 text,
                 meta: None,
             },
-            Err(e) => blob(canonical, e.as_bytes()),
+            Err(e) => blob(uri, e.as_bytes()),
         }
     } else {
-        blob(canonical, &doc.body)
+        blob(uri, &body)
     };
     let mut result = ReadResourceResult::new(vec![contents]);
     result.result_type = None;
     Ok(Handled {
         json: to_json(&result)?,
+        // A version never changes; the current document is as fresh as a read.
         freshness: READ_TTL,
     })
 }
@@ -221,27 +227,11 @@ fn read_version(
             MAX_READ_BYTES,
         ));
     }
-    let canonical = uri::format_versioned(key, number);
-    let contents = if found.version.is_text {
-        match String::from_utf8(found.body) {
-            Ok(text) => ResourceContents::TextResourceContents {
-                uri: canonical,
-                mime_type: Some(MIME_TYPE.to_string()),
-                text,
-                meta: None,
-            },
-            Err(e) => blob(canonical, e.as_bytes()),
-        }
-    } else {
-        blob(canonical, &found.body)
-    };
-    let mut result = ReadResourceResult::new(vec![contents]);
-    result.result_type = None;
-    Ok(Handled {
-        json: to_json(&result)?,
-        // A version never changes.
-        freshness: READ_TTL,
-    })
+    read_result(
+        uri::format_versioned(key, number),
+        found.version.is_text,
+        found.body,
+    )
 }
 
 fn blob(uri: String, bytes: &[u8]) -> ResourceContents {

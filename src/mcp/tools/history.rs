@@ -5,7 +5,7 @@ use std::sync::Arc;
 use rmcp::model::{CallToolResult, ContentBlock, Resource, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
-use super::{STRUCTURED_SINCE, failed, object};
+use super::{failed, object, result};
 use crate::cursor;
 use crate::doc::DocKey;
 use crate::history::{self, DiffError};
@@ -202,30 +202,21 @@ pub fn history(
     if let Some(next) = &next {
         text.push_str(&format!("More: call again with cursor {next}\n"));
     }
-    let mut result = if protocol >= STRUCTURED_SINCE {
-        let mut content = vec![ContentBlock::text(text)];
-        content.extend(versions.iter().filter(|v| !v.removed()).map(|v| {
-            let link = Resource::new(
+    let links = versions
+        .iter()
+        .filter(|v| !v.removed())
+        .map(|v| {
+            Resource::new(
                 uri::format_versioned(&key, v.number),
                 format!("{} (version {})", key.id, v.number),
             )
             .with_title(v.title.clone())
             .with_mime_type(MIME_TYPE)
             .with_size(v.size)
-            .with_icons(icons::of(key.prefix));
-            ContentBlock::resource_link(link)
-        }));
-        let mut result = CallToolResult::success(content);
-        result.structured_content = Some(structured);
-        result
-    } else {
-        CallToolResult::success(vec![
-            ContentBlock::text(text),
-            ContentBlock::text(structured.to_string()),
-        ])
-    };
-    result.result_type = None;
-    Ok(result)
+            .with_icons(icons::of(key.prefix))
+        })
+        .collect();
+    Ok(result(protocol, text, links, structured))
 }
 
 /// A `diff` call.

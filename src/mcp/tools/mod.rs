@@ -7,7 +7,7 @@
 mod history;
 mod search;
 
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ListToolsResult};
+use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ListToolsResult, Resource};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -38,6 +38,26 @@ fn object(value: Value) -> JsonObject {
         Value::Object(map) => map,
         _ => Map::new(),
     }
+}
+
+/// A tool's answer in the shape `protocol` knows: from 2025-06-18 the text,
+/// one `resource_link` per link and `structuredContent`; before, the text
+/// and the JSON as a second text block (neither existed yet).
+fn result(protocol: &str, text: String, links: Vec<Resource>, structured: Value) -> CallToolResult {
+    let mut result = if protocol >= STRUCTURED_SINCE {
+        let mut content = vec![ContentBlock::text(text)];
+        content.extend(links.into_iter().map(ContentBlock::resource_link));
+        let mut result = CallToolResult::success(content);
+        result.structured_content = Some(structured);
+        result
+    } else {
+        CallToolResult::success(vec![
+            ContentBlock::text(text),
+            ContentBlock::text(structured.to_string()),
+        ])
+    };
+    result.result_type = None;
+    result
 }
 
 /// A tool error: the message, for the agent to correct its call.

@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{CallToolResult, ContentBlock, Resource, Tool, ToolAnnotations};
+use rmcp::model::{CallToolResult, Resource, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
-use super::{STRUCTURED_SINCE, failed, object};
+use super::{failed, object, result};
 use crate::cursor;
 use crate::mcp::{Context, MIME_TYPE, icons};
 use crate::search::{self, Filter, Search, SearchError, Under};
@@ -260,29 +260,20 @@ fn answer(args: &Arguments, page: &SearchPage, version: &str) -> CallToolResult 
         page,
         structured.get("nextCursor").and_then(Value::as_str),
     );
-    let mut result = if version >= STRUCTURED_SINCE {
-        let mut content = vec![ContentBlock::text(text)];
-        content.extend(page.hits.iter().map(|hit| {
+    let links = page
+        .hits
+        .iter()
+        .map(|hit| {
             let mut link = Resource::new(uri::format(&hit.key), hit.key.id.clone())
                 .with_title(hit.title.clone())
                 .with_mime_type(MIME_TYPE)
                 .with_size(hit.size)
                 .with_icons(icons::of(hit.key.prefix));
             link.description = hit.description.clone();
-            ContentBlock::resource_link(link)
-        }));
-        let mut result = CallToolResult::success(content);
-        result.structured_content = Some(structured);
-        result
-    } else {
-        // Neither structuredContent nor resource_link existed yet.
-        CallToolResult::success(vec![
-            ContentBlock::text(text),
-            ContentBlock::text(structured.to_string()),
-        ])
-    };
-    result.result_type = None;
-    result
+            link
+        })
+        .collect();
+    result(version, text, links, structured)
 }
 
 /// The hits as text, for clients that show only text.
