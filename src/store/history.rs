@@ -398,26 +398,38 @@ fn prune_in_transaction(conn: &Connection, rules: &PruneRules) -> Result<PruneRe
         "v.version < (SELECT max(version) FROM versions m WHERE m.prefix = v.prefix AND m.id = v.id)"
             .to_string(),
     ];
-    if let Some(keep) = rules.keep {
-        conditions.push(format!(
+    if rules.keep.is_some() {
+        conditions.push(
             "(SELECT count(*) FROM versions n WHERE n.prefix = v.prefix AND n.id = v.id
-              AND n.version > v.version) >= {keep}"
-        ));
+              AND n.version > v.version) >= :keep"
+                .to_string(),
+        );
     }
-    if let Some(since) = rules.keep_since_ms {
-        conditions.push(format!(
-            "coalesce((SELECT committed_ms FROM imports i WHERE i.seq = v.seq), 0) < {since}"
-        ));
+    if rules.keep_since_ms.is_some() {
+        conditions.push(
+            "coalesce((SELECT committed_ms FROM imports i WHERE i.seq = v.seq), 0) < :since"
+                .to_string(),
+        );
     }
     let doomed = format!(
         "SELECT prefix, id, version FROM versions v WHERE {}",
         conditions.join(" AND ")
     );
-    conn.execute_batch(&format!(
+    conn.execute_batch(
         "CREATE TEMP TABLE IF NOT EXISTS prune_doomed (prefix TEXT, id TEXT, version INTEGER);
-         DELETE FROM temp.prune_doomed;
-         INSERT INTO temp.prune_doomed {doomed};"
-    ))?;
+         DELETE FROM temp.prune_doomed;",
+    )?;
+    let mut args: Vec<(&str, &dyn rusqlite::ToSql)> = Vec::new();
+    if let Some(keep) = &rules.keep {
+        args.push((":keep", keep));
+    }
+    if let Some(since) = &rules.keep_since_ms {
+        args.push((":since", since));
+    }
+    conn.execute(
+        &format!("INSERT INTO temp.prune_doomed {doomed}"),
+        &args[..],
+    )?;
     let versions: i64 =
         conn.query_row("SELECT count(*) FROM temp.prune_doomed", [], |r| r.get(0))?;
     conn.execute_batch(
