@@ -321,8 +321,19 @@ async fn events(
     let missed = match last_seen {
         Some(after) => {
             let store = viewer.store.clone();
-            match tokio::task::spawn_blocking(move || store.reader()?.changes_after(after)).await {
-                Ok(Ok(batch)) if batch.seq > after => Some(batch),
+            let read = tokio::task::spawn_blocking(move || {
+                let reader = store.reader()?;
+                reader.in_transaction(|| Ok((reader.seq()?, reader.changes_after(after)?)))
+            });
+            match read.await {
+                Ok(Ok((_, batch))) if batch.seq > after => Some(batch),
+                // The database is behind what the page saw (it was made
+                // again): everything may differ, and the sequence restarts.
+                Ok(Ok((current, _))) if current < after => Some(ChangeBatch {
+                    seq: current,
+                    changes: Vec::new(),
+                    truncated: true,
+                }),
                 Ok(Ok(_)) => None,
                 Ok(Err(e)) => return pages::internal(e),
                 Err(e) => return pages::internal(e.into()),

@@ -502,3 +502,30 @@ fn a_document_page_shows_its_history_each_version_opens_and_diffs() {
         ],
     );
 }
+
+#[test]
+fn a_page_from_before_the_database_was_made_again_is_told_to_reload() {
+    let p = linked_project();
+    let server = HttpServer::start(&p, &[]);
+    // A tab that saw sequence 500 of a database since made anew (at 1).
+    let mut stream = server
+        .request("GET", "/events")
+        .header("Accept", "text/event-stream")
+        .header("Last-Event-ID", "500")
+        .open();
+    let event = stream
+        .next_event(Instant::now() + Duration::from_secs(10))
+        .unwrap()
+        .unwrap();
+    assert_eq!(event.id.as_deref(), Some("1"));
+    let data: serde_json::Value = serde_json::from_str(&event.data).unwrap();
+    assert_eq!(data["all"], true, "{data}");
+    // And live events after it arrive, from the new sequence on.
+    p.file("notes/new.md", "# New\n");
+    p.import(&[]).assert_success();
+    let event = stream
+        .next_event(Instant::now() + Duration::from_secs(10))
+        .unwrap()
+        .unwrap();
+    assert_eq!(event.id.as_deref(), Some("2"));
+}
