@@ -374,12 +374,7 @@ impl Store {
         if rules.keep.is_none() && rules.keep_since_ms.is_none() {
             bail!("prune needs a rule: --keep N, --older-than DURATION, or both");
         }
-        let conn = self
-            .pool
-            .get()
-            .context("no database connection available")?;
-        conn.execute_batch("BEGIN IMMEDIATE")
-            .with_context(|| format!("cannot write to the database {}", self.path.display()))?;
+        let conn = self.begin_write()?;
         let report = prune_in_transaction(&conn, rules);
         let finish = match (&report, dry_run) {
             (Ok(_), false) => "COMMIT",

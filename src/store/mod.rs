@@ -257,16 +257,23 @@ impl Store {
         Ok(Reader { conn })
     }
 
-    /// Starts the one transaction of an import of the project at `root`.
-    /// A database that holds another project is refused unless `replace`,
-    /// which empties it first.
-    pub fn begin_import(&self, root: &str, replace: bool) -> Result<ImportTx> {
+    /// A connection in a write transaction (`BEGIN IMMEDIATE`: the write
+    /// lock now, or after `busy_timeout`, never a failure halfway).
+    fn begin_write(&self) -> Result<PooledConnection<SqliteConnectionManager>> {
         let conn = self
             .pool
             .get()
             .context("no database connection available")?;
         conn.execute_batch("BEGIN IMMEDIATE")
             .with_context(|| format!("cannot write to the database {}", self.path.display()))?;
+        Ok(conn)
+    }
+
+    /// Starts the one transaction of an import of the project at `root`.
+    /// A database that holds another project is refused unless `replace`,
+    /// which empties it first.
+    pub fn begin_import(&self, root: &str, replace: bool) -> Result<ImportTx> {
+        let conn = self.begin_write()?;
         let mut tx = ImportTx {
             conn,
             seq: 0,

@@ -318,11 +318,7 @@ impl Reader {
         resume: Option<&SearchResume>,
         limit: usize,
     ) -> Result<SearchPage> {
-        self.conn.execute_batch("BEGIN")?;
-        let page = self.search_in_transaction(search, resume, limit);
-        // A read transaction has nothing to keep: ending it cannot lose data.
-        let _ = self.conn.execute_batch("COMMIT");
-        page
+        self.in_transaction(|| self.search_in_transaction(search, resume, limit))
     }
 
     fn search_in_transaction(

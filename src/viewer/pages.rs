@@ -210,22 +210,26 @@ struct HomePage {
 
 /// GET `/`: the prefixes and their document counts.
 pub(super) async fn home(State(viewer): State<Arc<Viewer>>) -> Response {
-    let store = viewer.store.clone();
+    let (store, shared) = (viewer.store.clone(), viewer.clone());
     let root_store = store.clone();
     let answered = read(&store, move |r| {
-        let seq = r.seq()?;
-        let mut prefixes = Vec::new();
-        for prefix in Prefix::ALL {
-            let under = Under {
-                prefix,
-                folder: None,
-            };
-            prefixes.push(PrefixRow {
-                name: prefix.as_str(),
-                documents: r.count_under(&under)?,
-            });
-        }
-        Ok((seq, prefixes, root_store.project_root()?))
+        r.in_transaction(|| {
+            let seq = r.seq()?;
+            let mut prefixes = Vec::new();
+            for prefix in Prefix::ALL {
+                let under = Under {
+                    prefix,
+                    folder: None,
+                };
+                // Counted once per import, as on the list pages.
+                let documents = shared.count_under(&under, seq, || r.count_under(&under))?;
+                prefixes.push(PrefixRow {
+                    name: prefix.as_str(),
+                    documents,
+                });
+            }
+            Ok((seq, prefixes, root_store.project_root()?))
+        })
     })
     .await;
     match answered {
