@@ -6,7 +6,7 @@ use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::params;
 
 use super::feed::kind_code;
-use super::{FEED_IMPORTS, NewDocument, Stats, history, load_stats, search};
+use super::{FEED_IMPORTS, NewDocument, history, search};
 use crate::doc::{ChangeKind, DocKey};
 
 /// The one transaction of an import. Dropped without [`ImportTx::commit`], it
@@ -28,9 +28,18 @@ impl ImportTx {
         self.seq
     }
 
-    /// Size, mtime and hash of every stored document.
-    pub fn stats(&self) -> Result<Stats> {
-        load_stats(&self.conn, self.replaced)
+    /// The database held another project, which this import replaces: no
+    /// stored mtime says anything about the new files (see [`Store::scan`]).
+    ///
+    /// [`Store::scan`]: super::Store::scan
+    pub fn replaces(&self) -> bool {
+        self.replaced
+    }
+
+    /// The database held no document when the import began: there is
+    /// nothing to compare the files with.
+    pub fn starts_empty(&self) -> bool {
+        self.bulk
     }
 
     /// Inserts a document or replaces the stored one with the same key.

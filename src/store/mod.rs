@@ -22,6 +22,7 @@ mod browse;
 mod feed;
 mod history;
 mod import_tx;
+mod scan;
 mod search;
 
 use std::path::{Path, PathBuf};
@@ -38,6 +39,7 @@ pub use browse::{DocMeta, PrefixStats, StoreStats};
 pub use feed::{ChangeBatch, ChangeWatcher};
 pub use history::{HistoryStats, PruneReport, PruneRules, Version, VersionBody};
 pub use import_tx::ImportTx;
+pub use scan::StoredStats;
 pub use search::{Hit, SNIPPET_CHARS, SearchPage};
 
 /// A migration: its SQL, and a step in Rust that fills what SQL alone cannot,
@@ -114,10 +116,6 @@ pub enum Fetched {
     Document(Document),
     TooLarge { size: u64 },
 }
-
-/// Every stored document's [`FileStat`], by key. Hashed with FxHash: import
-/// looks up every file of the project in it.
-pub type Stats = rustc_hash::FxHashMap<DocKey, FileStat>;
 
 /// What import needs to know of a stored document to decide whether to reread it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -310,17 +308,21 @@ impl Store {
         Ok(tx)
     }
 
-    /// What [`Store::begin_import`] followed by [`ImportTx::stats`] would see,
+    /// What [`Store::begin_import`] followed by [`Store::scan`] would see,
     /// without writing: for `--dry-run`.
-    pub fn preview_import(&self, root: &str, replace: bool) -> Result<Stats> {
-        let conn = self
-            .pool
-            .get()
-            .context("no database connection available")?;
-        match project(&conn, root, replace, &self.path)? {
-            Project::Replaced { .. } => load_stats(&conn, true),
-            Project::New | Project::Same { .. } => load_stats(&conn, false),
-        }
+    pub fn preview_import(&self, root: &str, replace: bool) -> Result<StoredStats> {
+        let conn = self.connection()?;
+        let stale = matches!(
+            project(&conn, root, replace, &self.path)?,
+            Project::Replaced { .. }
+        );
+        drop(conn);
+        self.scan(stale)
+    }
+
+    /// A pooled connection, for one use.
+    fn connection(&self) -> Result<PooledConnection<SqliteConnectionManager>> {
+        self.pool.get().context("no database connection available")
     }
 }
 
@@ -346,28 +348,6 @@ fn project(conn: &Connection, root: &str, replace: bool, db: &Path) -> Result<Pr
             db.display()
         ),
     }
-}
-
-/// Size, mtime and hash of every stored document. With `stale`, no mtime
-/// matches any file, so import reads and compares every file: after
-/// `--replace`, equal sizes and mtimes say nothing about equal bytes.
-pub(super) fn load_stats(conn: &Connection, stale: bool) -> Result<Stats> {
-    let mut stmt = conn.prepare_cached("SELECT prefix, id, size, mtime_ns, hash FROM documents")?;
-    let mut rows = stmt.query([])?;
-    let mut stats = Stats::default();
-    while let Some(r) = rows.next()? {
-        let key = key_from_row(r.get_ref(0)?.as_str()?, r.get(1)?)?;
-        let hash: [u8; 32] = r.get(4)?;
-        stats.insert(
-            key,
-            FileStat {
-                size: r.get::<_, i64>(2)? as u64,
-                mtime_ns: if stale { i64::MIN } else { r.get(3)? },
-                hash,
-            },
-        );
-    }
-    Ok(stats)
 }
 
 /// Per-connection settings; run on every new connection.
@@ -785,6 +765,34 @@ mod tests {
         );
     }
 
+    /// More documents than a chunk, in an order that is not key order:
+    /// the scan yields each once, in key order, as the import found them.
+    #[test]
+    fn the_scan_reads_every_stored_document_in_key_order_from_before_the_import() {
+        let (_dir, path) = temp_db();
+        let store = Store::open_or_create(&path).unwrap();
+        let tx = store.begin_import("/p", false).unwrap();
+        let mut keys = Vec::new();
+        for i in (0..5000).rev() {
+            let prefix = Prefix::ALL[i % 3];
+            let id = format!("{}/{i}", i % 7);
+            tx.put(&doc(prefix, &id, "x")).unwrap();
+            keys.push(DocKey::new(prefix, id));
+        }
+        tx.commit(true).unwrap();
+        keys.sort();
+
+        let tx = store.begin_import("/p", false).unwrap();
+        let scan = store.scan(tx.replaces()).unwrap();
+        // The import's own writes, before and during the scan, are not in it.
+        tx.remove(&keys[0]).unwrap();
+        tx.put(&doc(Prefix::Notes, "zzz", "new")).unwrap();
+        let scanned: Vec<DocKey> = scan.map(|row| row.unwrap().0).collect();
+        assert_eq!(scanned, keys);
+        drop(tx);
+        assert_eq!(store.reader().unwrap().count().unwrap(), 5000);
+    }
+
     #[test]
     fn another_project_is_refused_unless_replaced() {
         let (_dir, path) = temp_db();
@@ -795,10 +803,13 @@ mod tests {
         let err = store.begin_import("/two", false).err().unwrap();
         assert!(err.to_string().contains("holds the project /one"), "{err}");
         let tx = store.begin_import("/two", true).unwrap();
-        let stats = tx.stats().unwrap();
+        assert!(tx.replaces());
+        let stats: Vec<_> = store.scan(tx.replaces()).unwrap().collect();
         assert_eq!(stats.len(), 1, "the old documents are there to be compared");
         assert!(
-            stats.values().all(|s| s.mtime_ns == i64::MIN),
+            stats
+                .iter()
+                .all(|s| s.as_ref().unwrap().1.mtime_ns == i64::MIN),
             "and never taken as unchanged"
         );
         tx.commit(false).unwrap();
