@@ -345,8 +345,16 @@ fn run_serve(args: ServeArgs, db_given: bool) -> Result<()> {
                 token: token(&args)?,
             };
             runtime.block_on(async {
-                let changes = mcp::watch_changes(mcp::StoreSlot::new(Some(store.clone())))?;
-                mcp::serve_http(store, config, options, changes, mcp::shutdown_signal()).await
+                // Dropped after the server, so that its connection closes last.
+                let feed = mcp::watch_changes(mcp::StoreSlot::new(Some(store.clone())))?;
+                mcp::serve_http(
+                    store,
+                    config,
+                    options,
+                    feed.sender(),
+                    mcp::shutdown_signal(),
+                )
+                .await
             })
         }
         // Over HTTP a missing database was refused above.

@@ -174,23 +174,59 @@ fn capabilities() -> ServerCapabilities {
 /// How often the server asks SQLite whether another process committed.
 const POLL_INTERVAL: std::time::Duration = std::time::Duration::from_millis(100);
 
+/// The thread that publishes what commits changed. Dropping it stops the
+/// thread and waits for it (at most one poll interval), so that its
+/// connection is closed: the last connection to close removes the
+/// database's `-wal` and `-shm` files.
+pub struct ChangeFeed {
+    sender: broadcast::Sender<Arc<ChangeBatch>>,
+    stop: Arc<std::sync::atomic::AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl ChangeFeed {
+    /// Where every session subscribes.
+    pub fn sender(&self) -> broadcast::Sender<Arc<ChangeBatch>> {
+        self.sender.clone()
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Arc<ChangeBatch>> {
+        self.sender.subscribe()
+    }
+}
+
+impl Drop for ChangeFeed {
+    fn drop(&mut self) {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        if let Some(thread) = self.thread.take() {
+            // A panic in the thread was logged where it happened.
+            let _ = thread.join();
+        }
+    }
+}
+
 /// Starts the thread that notices commits (by any process) to the store in
 /// `slot` and publishes what they changed; every session subscribes to the
-/// returned sender. When the slot gets another store, the thread watches
-/// that one from its current state. The thread lives as long as the process.
-pub fn watch_changes(slot: StoreSlot) -> Result<broadcast::Sender<Arc<ChangeBatch>>> {
+/// returned feed. When the slot gets another store, the thread watches
+/// that one from its current state. The thread lives as long as the feed.
+pub fn watch_changes(slot: StoreSlot) -> Result<ChangeFeed> {
     let mut watcher = match slot.get() {
         Some(store) => Some((store.path().to_path_buf(), ChangeWatcher::new(&store)?)),
         None => None,
     };
     let (publish, _) = broadcast::channel(64);
     let sender = publish.clone();
-    std::thread::Builder::new()
+    let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let stopped = stop.clone();
+    let thread = std::thread::Builder::new()
         .name("orchestra-changes".into())
         .spawn(move || {
             let mut failing = false;
             loop {
                 std::thread::sleep(POLL_INTERVAL);
+                if stopped.load(std::sync::atomic::Ordering::Relaxed) {
+                    return;
+                }
                 let Some(store) = slot.get() else {
                     continue;
                 };
@@ -229,7 +265,11 @@ pub fn watch_changes(slot: StoreSlot) -> Result<broadcast::Sender<Arc<ChangeBatc
                 }
             }
         })?;
-    Ok(sender)
+    Ok(ChangeFeed {
+        sender,
+        stop,
+        thread: Some(thread),
+    })
 }
 
 #[cfg(test)]

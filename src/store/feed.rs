@@ -47,9 +47,12 @@ pub struct ChangeWatcher {
 impl ChangeWatcher {
     /// Starts watching from the store's current state.
     pub fn new(store: &Store) -> Result<ChangeWatcher> {
+        // Read-write although it only reads: the last connection of a
+        // process to close removes the `-wal` and `-shm` files, and only a
+        // connection that may write can (a server's watcher often closes last).
         let conn = Connection::open_with_flags(
             &store.path,
-            OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+            OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX,
         )
         .with_context(|| format!("cannot open the database {}", store.path.display()))?;
         configure(&conn)?;

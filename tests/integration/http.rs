@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::support::{BIN, Project, fixture_dir, wait_exit};
+use crate::support::{BIN, Project, companion_files, fixture_dir, wait_exit};
 
 /// A plain request on a loaded machine running a debug build.
 const IO_TIMEOUT: Duration = Duration::from_secs(30);
@@ -1686,6 +1686,8 @@ fn sigterm_closes_the_streams_and_exits_0() {
     let took = started.elapsed();
     assert!(status.success(), "{status}; stderr:\n{}", s.stderr());
     assert!(took < limit, "took {took:?}");
+    // Every connection closed, the change watcher's last or not.
+    assert_eq!(companion_files(&p.db()), Vec::<String>::new());
 }
 
 // ---------------------------------------------------------------------------

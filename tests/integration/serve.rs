@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::support::{BIN, Output, Project, Server, wait_exit};
+use crate::support::{BIN, Output, Project, Server, companion_files, wait_exit};
 
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -168,6 +168,34 @@ fn sigterm_ends_the_server_promptly() {
     let (took, status) = wait_exit(&mut server.child);
     assert!(status.success(), "{status}");
     assert!(took < Duration::from_secs(1), "took {took:?}");
+    assert_eq!(companion_files(&db), Vec::<String>::new());
+}
+
+/// The last connection to close removes the `-wal` and `-shm` files: an
+/// import, and a server that exits cleanly, close every connection they
+/// opened, the change watcher's included.
+#[test]
+fn an_import_and_a_server_that_exit_cleanly_leave_no_wal_or_shm_file() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = fixture_db(tmp.path());
+    assert_eq!(
+        companion_files(&db),
+        Vec::<String>::new(),
+        "after the import"
+    );
+
+    let mut server = Server::start(&db, &[]);
+    server.send(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#);
+    server.recv();
+    assert!(!companion_files(&db).is_empty(), "open while it serves");
+    server.close_stdin();
+    let (_, status) = wait_exit(&mut server.child);
+    assert!(status.success(), "{status}");
+    assert_eq!(
+        companion_files(&db),
+        Vec::<String>::new(),
+        "after stdin closed"
+    );
 }
 
 #[test]

@@ -567,6 +567,18 @@ impl fmt::Debug for Row {
     }
 }
 
+/// The `-wal` and `-shm` files beside `db` that exist. A process that
+/// closes the database cleanly leaves none (when no other process has it
+/// open): the last connection to close checkpoints and removes them.
+pub fn companion_files(db: &Path) -> Vec<String> {
+    let name = db.file_name().unwrap().to_str().unwrap();
+    ["-wal", "-shm"]
+        .iter()
+        .map(|suffix| format!("{name}{suffix}"))
+        .filter(|file| db.with_file_name(file).exists())
+        .collect()
+}
+
 /// Opens `db` read-only: inspecting a database never changes it.
 pub fn open_read_only(db: &Path) -> Connection {
     Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_ONLY)
@@ -673,6 +685,11 @@ impl Server {
         stdin.write_all(line.as_bytes()).unwrap();
         stdin.write_all(b"\n").unwrap();
         stdin.flush().unwrap();
+    }
+
+    /// Closes the server's stdin: the end of its session.
+    pub fn close_stdin(&mut self) {
+        drop(self.stdin.take());
     }
 
     pub fn recv(&mut self) -> String {
