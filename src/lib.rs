@@ -11,6 +11,7 @@
 //! - [`table`]: aligned, width-clipped columns for the command line.
 //! - [`import`]: files on disk → store, incrementally.
 //! - [`mcp`]: the MCP server; the only module that knows JSON-RPC and the SDK.
+//! - [`reads`]: the server's store reads, off the async threads, a bounded number at once.
 //! - [`viewer`]: the web viewer's pages, served beside `/mcp` by `serve --http`.
 //! - [`watch`]: `serve --watch`, re-imports when the project folder changes.
 //!
@@ -22,6 +23,7 @@ pub mod frontmatter;
 pub mod history;
 pub mod import;
 pub mod mcp;
+pub mod reads;
 pub mod search;
 pub mod store;
 pub mod table;

@@ -248,8 +248,7 @@ pub async fn run_coded(ctx: Arc<Context>, request: Request) -> (String, Option<i
     } = request;
     let handled = {
         let ctx = ctx.clone();
-        tokio::task::spawn_blocking(move || handlers::handle(&ctx, era, version, &method, params))
-            .await
+        crate::reads::run(move || handlers::handle(&ctx, era, version, &method, params)).await
     };
     match handled {
         Ok(Ok(handled)) => (result_line(&id, &ctx.finish(era, handled)), None),

@@ -738,7 +738,7 @@ async fn get_search(
         Err(message) => return plain_error(StatusCode::BAD_REQUEST, &message),
     };
     let ctx = app.ctx.clone();
-    let answered = tokio::task::spawn_blocking(move || {
+    let answered = crate::reads::run(move || {
         tools::run(&ctx, &search, limit, cursor.as_deref())
             .map(|page| page.map(|page| tools::structured(&page, &search.fingerprint())))
     })
@@ -770,7 +770,7 @@ async fn get_resource(
         Err(e) => return plain_error(StatusCode::BAD_REQUEST, &format!("invalid uri: {e}")),
     };
     let ctx = app.ctx.clone();
-    let fetched = tokio::task::spawn_blocking(move || match ctx.store() {
+    let fetched = crate::reads::run(move || match ctx.store() {
         Some(store) => store.reader()?.get(&key, handlers::MAX_READ_BYTES),
         None => Ok(None),
     })

@@ -83,8 +83,10 @@ const FEED_IMPORTS: i64 = 1000;
 
 const PAGE_SIZE: u32 = 16 * 1024;
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
-/// Readers the server may use at once; more requests wait for a connection.
-const POOL_SIZE: u32 = 8;
+/// Connections a server reads on at once; more requests wait their turn
+/// (`reads`, in the server).
+pub const READ_CONNECTIONS: usize = 8;
+const POOL_SIZE: u32 = READ_CONNECTIONS as u32;
 
 /// What a listing shows of a document: everything but its bytes.
 #[derive(Debug, Clone, PartialEq)]

@@ -175,7 +175,7 @@ async fn raw(
     };
     let store = viewer.store.clone();
     let lookup = key.clone();
-    let fetched = tokio::task::spawn_blocking(move || {
+    let fetched = crate::reads::run(move || {
         let reader = store.reader()?;
         match version {
             None => reader.get(&lookup, MAX_RAW_BYTES),
@@ -321,7 +321,7 @@ async fn events(
     let missed = match last_seen {
         Some(after) => {
             let store = viewer.store.clone();
-            let read = tokio::task::spawn_blocking(move || {
+            let read = crate::reads::run(move || {
                 let reader = store.reader()?;
                 reader.in_transaction(|| Ok((reader.seq()?, reader.changes_after(after)?)))
             });

@@ -104,7 +104,7 @@ pub(super) async fn read<T: Send + 'static>(
     read: impl FnOnce(&crate::store::Reader) -> anyhow::Result<T> + Send + 'static,
 ) -> anyhow::Result<T> {
     let store = store.clone();
-    tokio::task::spawn_blocking(move || read(&store.reader()?))
+    crate::reads::run(move || read(&store.reader()?))
         .await
         .map_err(anyhow::Error::from)?
 }
