@@ -19,6 +19,14 @@ use crate::units::{fmt_value, thousands};
 const STATELESS_META: &str = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
 /// `resources/read` requests each HTTP client sends after its listing.
 const HTTP_READS: usize = 1000;
+/// List pages all clients fetch together, at most: each client lists the
+/// whole backlog when that fits (50 clients at 100k: 200 pages each), else
+/// a stretch of it (200 clients at 1M: 100 pages of the 2,000 each, every
+/// client from another place).
+const PAGES_BUDGET: usize = 20_000;
+/// Where a client's stretch of the listing starts: after nothing, or at a
+/// cursor from the bench's own listing.
+type Start = Option<String>;
 /// Error messages kept (the count is exact).
 const ERRORS_KEPT: usize = 5;
 
@@ -41,11 +49,49 @@ impl ClientRun {
     }
 }
 
-/// One client: the whole listing (following `nextCursor`), then `reads`
-/// random documents from it. Every request is a stateless 2026-07-28 one.
+/// Resources per list page: the server's default page size.
+const PAGE: usize = 500;
+
+/// The whole listing, one page at a time: every URI, and the cursor that
+/// fetches each page (`None` for the first).
+fn listing(port: u16) -> Res<(Vec<String>, Vec<Start>)> {
+    let mut client = HttpClient::connect(port)?;
+    let (mut uris, mut cursors): (Vec<String>, Vec<Start>) = (Vec::new(), vec![None]);
+    for id in 1.. {
+        let cursor_param = match cursors.last().and_then(Option::as_ref) {
+            Some(c) => format!("\"cursor\":{},", Value::from(c.as_str())),
+            None => String::new(),
+        };
+        let body = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"resources/list\",\"params\":{{{cursor_param}\"_meta\":{STATELESS_META}}}}}"
+        );
+        let (status, reply) = client.post("resources/list", None, &body)?;
+        if status != 200 {
+            return Err(format!("resources/list: HTTP {status}").into());
+        }
+        let page = serde_json::from_slice::<Envelope<ListResult>>(&reply)?
+            .result
+            .ok_or("resources/list: an error")?;
+        if page.resources.len() != PAGE && page.next_cursor.is_some() {
+            return Err(format!("a page of {}, not {PAGE}", page.resources.len()).into());
+        }
+        uris.extend(page.resources.into_iter().map(|r| r.uri));
+        match page.next_cursor {
+            Some(next) => cursors.push(Some(next)),
+            None => break,
+        }
+    }
+    Ok((uris, cursors))
+}
+
+/// One client: `pages` pages of the listing from `from` (following
+/// `nextCursor`, from the start again at the end), then `reads` random
+/// documents of the backlog (`uris`). Every request is a stateless
+/// 2026-07-28 one.
 fn client(
     port: u16,
-    n: usize,
+    (from, pages): (Start, usize),
+    uris: &[String],
     reads: usize,
     rng: &mut Rng,
     start: &std::sync::Barrier,
@@ -62,9 +108,8 @@ fn client(
         }
     };
     let mut next_id = 0u64;
-    let mut uris = Vec::with_capacity(n);
-    let mut cursor: Option<String> = None;
-    loop {
+    let mut cursor = from;
+    for _ in 0..pages {
         next_id += 1;
         let cursor_param = match &cursor {
             Some(c) => format!("\"cursor\":{},", Value::from(c.as_str())),
@@ -105,17 +150,10 @@ fn client(
                 break;
             }
         };
-        uris.extend(page.resources.into_iter().map(|r| r.uri));
-        match page.next_cursor {
-            Some(next) => cursor = Some(next),
-            None => break,
-        }
+        run.listed += page.resources.len();
+        cursor = page.next_cursor;
     }
-    run.listed = uris.len();
-    if uris.len() != n {
-        run.error(format!("the listing has {} resources, not {n}", uris.len()));
-    }
-    if uris.is_empty() {
+    if run.errors > 0 {
         return run;
     }
     for _ in 0..reads {
@@ -170,21 +208,50 @@ pub struct HttpLoad {
 }
 
 /// `clients` threads, each on its own keep-alive connection to a fresh
-/// `orchestra serve --http`: the whole listing, then `HTTP_READS` reads.
+/// `orchestra serve --http`: their stretch of the listing, then
+/// `HTTP_READS` reads.
 pub fn measure(bin: &Path, db: &Path, n: usize, clients: usize, seed: u64) -> Res<HttpLoad> {
     let server = HttpServer::start(bin, db)?;
     let port = server.port;
     let pid = server.child.id();
+    // One listing first, on a connection of its own: the documents to read
+    // and where each client's stretch starts.
+    let (uris, cursors) = listing(port)?;
+    if uris.len() != n {
+        return Err(format!("the listing has {} resources, not {n}", uris.len()).into());
+    }
+    let total = cursors.len();
+    let pages = total.min(PAGES_BUDGET / clients.max(1)).max(1);
+    let expected: Vec<usize> = (0..clients)
+        .map(|c| {
+            let first = c * total / clients.max(1);
+            (0..pages)
+                .map(|p| {
+                    let page = (first + p) % total;
+                    if page + 1 == total {
+                        n - page * PAGE
+                    } else {
+                        PAGE
+                    }
+                })
+                .sum()
+        })
+        .collect();
     let start = std::sync::Barrier::new(clients + 1);
-    let (runs, wall, server_cpu_s, bench_cpu_s) = std::thread::scope(|scope| {
+    let (mut runs, wall, server_cpu_s, bench_cpu_s) = std::thread::scope(|scope| {
         let handles: Vec<_> = (0..clients)
             .map(|c| {
                 let start = &start;
                 std::thread::Builder::new()
                     .stack_size(256 * 1024)
-                    .spawn_scoped(scope, move || {
-                        let mut rng = Rng::new(seed, 0x4854_5450 + c as u64);
-                        client(port, n, HTTP_READS, &mut rng, start)
+                    .spawn_scoped(scope, {
+                        let first = c * total / clients.max(1);
+                        let from = cursors[first].clone();
+                        let uris = &uris;
+                        move || {
+                            let mut rng = Rng::new(seed, 0x4854_5450 + c as u64);
+                            client(port, (from, pages), uris, HTTP_READS, &mut rng, start)
+                        }
                     })
             })
             .collect::<std::io::Result<_>>()?;
@@ -214,6 +281,14 @@ pub fn measure(bin: &Path, db: &Path, n: usize, clients: usize, seed: u64) -> Re
     let mut read = Vec::new();
     let mut errors = 0;
     let mut messages = Vec::new();
+    for (run, expected) in runs.iter_mut().zip(&expected) {
+        if run.errors == 0 && run.listed != *expected {
+            run.error(format!(
+                "listed {} resources in {pages} pages, not {expected}",
+                run.listed
+            ));
+        }
+    }
     for run in &runs {
         list.extend_from_slice(&run.list);
         read.extend_from_slice(&run.read);
@@ -259,10 +334,15 @@ impl HttpLoad {
         let mut out = format!(
             "## HTTP load: {} clients, {} documents\n\n\
              `orchestra serve --http 127.0.0.1:0`; each client on its own keep-alive connection, \
-             stateless 2026-07-28 requests: the whole listing (pages of 500, following \
-             `nextCursor`), then {} `resources/read` of random documents from it.\n\n",
+             stateless 2026-07-28 requests: {} pages of the listing (pages of 500, following \
+             `nextCursor`; the whole listing when {} clients × its pages fit in {} pages, \
+             else a stretch of it, each client from its own place), then {} `resources/read` \
+             of random documents.\n\n",
             self.clients,
             thousands(docs as u64),
+            self.pages_per_client,
+            self.clients,
+            thousands(PAGES_BUDGET as u64),
             thousands(self.reads_per_client as u64),
         );
         out.push_str("| figure | value | target | meets? |\n|---|---:|---|---|\n");
@@ -320,11 +400,12 @@ impl HttpLoad {
             "—",
             "",
         );
+        let peak_mb = self.server_hwm_kb as f64 / 1024.0;
         row(
             "server peak RSS (VmHWM)".into(),
-            fmt_value(self.server_hwm_kb as f64 / 1024.0, "MB"),
-            "—",
-            "",
+            fmt_value(peak_mb, "MB"),
+            "< 150 MB",
+            if peak_mb < 150.0 { "yes" } else { "**NO**" },
         );
         row(
             "server CPU (user + system)".into(),

@@ -5,6 +5,7 @@ use std::process::Command;
 
 use serde::Deserialize;
 
+use crate::ONE_MILLION;
 use crate::Res;
 use crate::backlog::{Backlog, touch_one_percent};
 use crate::process::{Finished, run_measured};
@@ -96,14 +97,16 @@ impl ImportFigures {
         let rate = |s: f64| n as f64 / s;
         let mut rows = Vec::new();
         let (raw_rate, cold_rate) = (rate(raw.seconds), rate(cold.seconds));
+        // Issue #15 asks more of the largest backlog.
+        let least = if n >= ONE_MILLION { 0.8 } else { 0.5 };
         rows.push(Row {
             figure: "cold import rate".into(),
             unit: "docs/s",
             raw: Some(raw_rate),
             orchestra: Ok(cold_rate),
             ratio: ratio(raw_rate, cold_rate),
-            target: "≥ 0.5× raw".into(),
-            meets: Some(cold_rate >= 0.5 * raw_rate),
+            target: format!("≥ {least}× raw"),
+            meets: Some(cold_rate >= least * raw_rate),
             why: String::new(),
         });
         rows.push(Row {

@@ -227,6 +227,15 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some(process::LAUNCH_FLAG) {
+        match process::launch(&args[1..]) {
+            Ok(status) => std::process::exit(status),
+            Err(e) => {
+                eprintln!("launcher: {e}");
+                std::process::exit(1);
+            }
+        }
+    }
     if args.first().map(String::as_str) == Some(raw_sqlite::CHILD_FLAG) {
         if let Err(e) = raw_sqlite::insert_child(&args[1..]) {
             eprintln!("raw insert: {e}");
@@ -450,6 +459,8 @@ fn bench_size(
             details,
             page_start_us: serve.page_start_us,
             page_end_us: serve.page_end_us,
+            read_p50_us: serve.read_p50_us,
+            search_p50_us: searched.as_ref().map(|(figures, _)| figures.p50s()),
             http,
         },
         backlog,

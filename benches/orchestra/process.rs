@@ -13,8 +13,61 @@ pub struct Finished {
     pub stdout: String,
 }
 
-/// Runs `cmd` to completion; its peak RSS comes from `wait4`.
-pub fn run_measured(mut cmd: Command) -> Res<Finished> {
+/// The first argument that makes this binary a launcher (see [`launch`]).
+pub const LAUNCH_FLAG: &str = "--launch-measured";
+
+/// Runs `cmd` to completion through a launcher (this binary, see
+/// [`launch`]), which times it and takes its peak RSS from `wait4`.
+///
+/// Not spawned from here: a child's `ru_maxrss` is at least the RSS of the
+/// process that spawned it (Linux carries the parent's high-water mark into
+/// the child across `exec`; checked: `/bin/true` spawned by a 200 MB process
+/// reports 214 MB), and this process grows to hundreds of MB at 1M documents.
+/// The launcher is small, so what it reports is the child's own.
+pub fn run_measured(cmd: Command) -> Res<Finished> {
+    let report = tempfile::NamedTempFile::new()?;
+    let mut launcher = Command::new(std::env::current_exe()?);
+    launcher
+        .arg(LAUNCH_FLAG)
+        .arg(report.path())
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    if let Some(dir) = cmd.get_current_dir() {
+        launcher.current_dir(dir);
+    }
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(value) => launcher.env(key, value),
+            None => launcher.env_remove(key),
+        };
+    }
+    let mut finished = run_direct(launcher)?;
+    let text = fs::read_to_string(report.path())?;
+    let (rss, seconds) = text
+        .split_once(' ')
+        .ok_or_else(|| format!("the launcher wrote {text:?}"))?;
+    finished.max_rss_kb = rss.trim().parse()?;
+    finished.seconds = seconds.trim().parse()?;
+    Ok(finished)
+}
+
+/// The launcher's side of [`run_measured`]: `LAUNCH_FLAG REPORT PROGRAM
+/// ARGS...` runs PROGRAM with this process's stdio, writes `RSS_KB SECONDS`
+/// to REPORT and exits with PROGRAM's status.
+pub fn launch(args: &[String]) -> Res<i32> {
+    let [report, program, rest @ ..] = args else {
+        return Err(format!("usage: {LAUNCH_FLAG} REPORT PROGRAM [ARGS...]").into());
+    };
+    let started = Instant::now();
+    let child = Command::new(program).args(rest).spawn()?;
+    let (status, max_rss_kb) = wait4(&child)?;
+    let seconds = started.elapsed().as_secs_f64();
+    fs::write(report, format!("{max_rss_kb} {seconds}"))?;
+    Ok(status)
+}
+
+/// Runs `cmd` to completion, spawned from this process.
+fn run_direct(mut cmd: Command) -> Res<Finished> {
     let started = Instant::now();
     let mut child = cmd
         .stdin(Stdio::null())

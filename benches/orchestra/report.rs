@@ -33,6 +33,9 @@ pub struct SizeResult {
     pub details: Value,
     pub page_start_us: f64,
     pub page_end_us: f64,
+    pub read_p50_us: f64,
+    /// p50 of the rare-word, half-word and filters-only searches.
+    pub search_p50_us: Option<[f64; 3]>,
     /// The HTTP load test, run at the largest size only.
     pub http: Option<HttpLoad>,
 }
@@ -123,49 +126,112 @@ impl SizeResult {
 /// The page-of-100 cost at every size, for the "page at 1M ≤ 1.5× page at
 /// 1k" target (the end-of-listing page, the worse of the two, is compared).
 pub fn across_sizes(results: &[SizeResult]) -> String {
-    let mut out = String::from("## Page of 100 across sizes\n\n");
+    let mut out = String::from("## Costs across sizes\n\n");
     out.push_str(
-        "| documents | page at the start | page at the end | end ÷ smallest size's end |\n",
+        "| documents | page of 100 at the start | at the end | end ÷ smallest size's end | `resources/read` p50 | search p50: rare word | half word | filters only |\n",
     );
-    out.push_str("|---:|---:|---:|---:|\n");
+    out.push_str("|---:|---:|---:|---:|---:|---:|---:|---:|\n");
     let base = results.first().map_or(1.0, |r| r.page_end_us);
     for r in results {
+        let search = |i: usize| {
+            r.search_p50_us
+                .map_or("—".to_string(), |p| micros_text(p[i]))
+        };
         writeln!(
             out,
-            "| {} | {:.0} µs | {:.0} µs | {:.2}× |",
+            "| {} | {:.0} µs | {:.0} µs | {:.2}× | {:.0} µs | {} | {} | {} |",
             thousands(r.docs as u64),
             r.page_start_us,
             r.page_end_us,
-            r.page_end_us / base
+            r.page_end_us / base,
+            r.read_p50_us,
+            search(0),
+            search(1),
+            search(2),
         )
         .unwrap();
     }
-    let small = results.iter().find(|r| r.docs == 1_000);
-    let large = results.iter().find(|r| r.docs == ONE_MILLION);
-    match (small, large) {
-        (Some(small), Some(large)) => {
-            let factor = large.page_end_us / small.page_end_us;
-            writeln!(
-                out,
-                "\nTarget page at 1M ≤ 1.5× page at 1k: {factor:.2}× → {}",
-                if factor <= 1.5 {
-                    "meets"
-                } else {
-                    "**NOT MET**"
-                }
-            )
-            .unwrap();
-        }
-        _ => out.push_str(
-            "\nTarget page at 1M ≤ 1.5× page at 1k: not evaluated (run with `--docs 1000 --1m`).\n",
-        ),
+    out.push('\n');
+    for (target, verdict) in across_targets(results) {
+        writeln!(out, "Target {target}: {verdict}").unwrap();
     }
     out
+}
+
+fn micros_text(us: f64) -> String {
+    if us >= 1000.0 {
+        format!("{:.2} ms", us / 1000.0)
+    } else {
+        format!("{us:.0} µs")
+    }
+}
+
+/// The targets that compare sizes (issue #15): a page and a read at 1M
+/// cost at most 1.2× what they cost at 1k; a search at 1M at most 2× its
+/// 100k figure.
+fn across_targets(results: &[SizeResult]) -> Vec<(String, String)> {
+    let at = |docs: usize| results.iter().find(|r| r.docs == docs);
+    let verdict = |factor: f64, limit: f64| {
+        let met = if factor <= limit {
+            "meets"
+        } else {
+            "**NOT MET**"
+        };
+        format!("{factor:.2}× → {met}")
+    };
+    let (k1, k100, m1) = (at(1_000), at(100_000), at(ONE_MILLION));
+    let mut targets = Vec::new();
+    let not_run = |sizes: &str| format!("not evaluated (run with `--docs {sizes} --1m`)");
+    match (k1, m1) {
+        (Some(small), Some(large)) => {
+            targets.push((
+                "page of 100 at 1M ≤ 1.2× at 1k".to_string(),
+                verdict(large.page_end_us / small.page_end_us, 1.2),
+            ));
+            targets.push((
+                "`resources/read` p50 at 1M ≤ 1.2× at 1k".to_string(),
+                verdict(large.read_p50_us / small.read_p50_us, 1.2),
+            ));
+        }
+        _ => targets.push((
+            "page and read at 1M ≤ 1.2× at 1k".to_string(),
+            not_run("1000"),
+        )),
+    }
+    match (
+        k100.and_then(|r| r.search_p50_us),
+        m1.and_then(|r| r.search_p50_us),
+    ) {
+        (Some(mid), Some(large)) => {
+            for (i, what) in ["rare word", "half word", "filters only"]
+                .iter()
+                .enumerate()
+            {
+                targets.push((
+                    format!("search p50 ({what}) at 1M ≤ 2× at 100k"),
+                    verdict(large[i] / mid[i], 2.0),
+                ));
+            }
+        }
+        _ => targets.push((
+            "search p50 at 1M ≤ 2× at 100k".to_string(),
+            not_run("100000"),
+        )),
+    }
+    targets
 }
 
 pub fn across_json(results: &[SizeResult]) -> Value {
     results
         .iter()
-        .map(|r| json!({"docs": r.docs, "page_start_us": r.page_start_us, "page_end_us": r.page_end_us}))
+        .map(|r| {
+            json!({
+                "docs": r.docs,
+                "page_start_us": r.page_start_us,
+                "page_end_us": r.page_end_us,
+                "read_p50_us": r.read_p50_us,
+                "search_p50_us": r.search_p50_us,
+            })
+        })
         .collect()
 }

@@ -12,7 +12,7 @@ use crate::report::Row;
 use crate::rng::Rng;
 use crate::stats::{LISTING_RUNS, PAGE_SAMPLES, median, micros, percentile};
 use crate::stdio_client::Server;
-use crate::units::{mb, ratio};
+use crate::units::{mb, ratio, thousands};
 use crate::{Options, Res};
 
 /// Requests kept in flight by the throughput test (the server's own limit).
@@ -24,6 +24,8 @@ pub struct ServeFigures {
     pub pages_500: usize,
     pub server_rss_kb: u64,
     pub server_rss_after_reads_kb: u64,
+    /// Reads sent before `server_rss_after_reads_kb` (warm-up, sequential, pipelined).
+    pub reads: usize,
     pub server_hwm_kb: u64,
     pub read_p50_us: f64,
     pub read_p99_us: f64,
@@ -133,6 +135,7 @@ pub fn measure(bin: &Path, db: &Path, n: usize, opts: &Options) -> Res<ServeFigu
         pages_500,
         server_rss_kb,
         server_rss_after_reads_kb,
+        reads: 50 + opts.reads + opts.pipelined,
         server_hwm_kb,
         read_p50_us: micros(percentile(&mut latencies, 50.0)),
         read_p99_us: micros(percentile(&mut latencies, 99.0)),
@@ -231,6 +234,20 @@ impl ServeFigures {
             ratio: String::new(),
             target: "< 60 MB".into(),
             meets: Some(mb(self.server_rss_kb) < 60.0),
+            why: String::new(),
+        });
+        let after_reads = mb(self.server_rss_after_reads_kb);
+        rows.push(Row {
+            figure: format!(
+                "server RSS after the listing and {} reads",
+                thousands(self.reads as u64)
+            ),
+            unit: "MB",
+            raw: None,
+            orchestra: Ok(after_reads),
+            ratio: String::new(),
+            target: "< 60 MB".into(),
+            meets: Some(after_reads < 60.0),
             why: String::new(),
         });
         rows
