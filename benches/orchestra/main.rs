@@ -18,7 +18,9 @@
 //! * orchestra: the release binary (`$ORCHESTRA_BIN`, default
 //!   `target/release/orchestra`): cold import, re-import with nothing changed,
 //!   re-import after 1% of the files changed, each with its peak RSS (from
-//!   `wait4`); then `orchestra serve` over a pipe with a small pipelined
+//!   `wait4`, through a small launcher: this binary with `--launch-measured`,
+//!   so that the bench's own size is not counted); then `orchestra serve`
+//!   over a pipe with a small pipelined
 //!   JSON-RPC client: full listing, page of 100 at the start and the end
 //!   (`--page-size 100`), `resources/read` latency and throughput, server RSS;
 //!   then notification latency: a server subscribed (`resources/subscribe`)
@@ -30,7 +32,9 @@
 //! * HTTP load, at the largest size only: `orchestra serve --http
 //!   127.0.0.1:0` and 50 client threads (`--http-clients N`), each on its own
 //!   keep-alive connection with a minimal HTTP/1.1 client, sending stateless
-//!   2026-07-28 requests: the whole listing, then 1,000 random reads. Errors
+//!   2026-07-28 requests: the whole listing (or, when clients × pages would
+//!   pass 20,000 pages, a stretch of it from each client's own place), then
+//!   1,000 random reads. Errors
 //!   (must be 0), requests/s, p50/p99 of pages and reads, server `VmHWM`.
 //! * search (unless `--no-search`): the backlog has planted words (three
 //!   rare ones in 1, 5 and 10 documents, one in about half); the raw
