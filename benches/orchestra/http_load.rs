@@ -49,6 +49,17 @@ impl ClientRun {
     }
 }
 
+/// A stateless `resources/list` request, after `cursor` when given.
+fn list_body(id: u64, cursor: Option<&str>) -> String {
+    let cursor_param = match cursor {
+        Some(c) => format!("\"cursor\":{},", Value::from(c)),
+        None => String::new(),
+    };
+    format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"resources/list\",\"params\":{{{cursor_param}\"_meta\":{STATELESS_META}}}}}"
+    )
+}
+
 /// Resources per list page: the server's default page size.
 const PAGE: usize = 500;
 
@@ -57,14 +68,8 @@ const PAGE: usize = 500;
 fn listing(port: u16) -> Res<(Vec<String>, Vec<Start>)> {
     let mut client = HttpClient::connect(port)?;
     let (mut uris, mut cursors): (Vec<String>, Vec<Start>) = (Vec::new(), vec![None]);
-    for id in 1.. {
-        let cursor_param = match cursors.last().and_then(Option::as_ref) {
-            Some(c) => format!("\"cursor\":{},", Value::from(c.as_str())),
-            None => String::new(),
-        };
-        let body = format!(
-            "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"resources/list\",\"params\":{{{cursor_param}\"_meta\":{STATELESS_META}}}}}"
-        );
+    for id in 1u64.. {
+        let body = list_body(id, cursors.last().and_then(Option::as_deref));
         let (status, reply) = client.post("resources/list", None, &body)?;
         if status != 200 {
             return Err(format!("resources/list: HTTP {status}").into());
@@ -111,13 +116,7 @@ fn client(
     let mut cursor = from;
     for _ in 0..pages {
         next_id += 1;
-        let cursor_param = match &cursor {
-            Some(c) => format!("\"cursor\":{},", Value::from(c.as_str())),
-            None => String::new(),
-        };
-        let body = format!(
-            "{{\"jsonrpc\":\"2.0\",\"id\":{next_id},\"method\":\"resources/list\",\"params\":{{{cursor_param}\"_meta\":{STATELESS_META}}}}}"
-        );
+        let body = list_body(next_id, cursor.as_deref());
         let started = Instant::now();
         let answer = client.post("resources/list", None, &body);
         run.list.push(started.elapsed());

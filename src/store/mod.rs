@@ -239,10 +239,7 @@ impl Store {
     /// The folder of the project the database holds, as the last import
     /// recorded it; `None` before any import.
     pub fn project_root(&self) -> Result<Option<String>> {
-        let conn = self
-            .pool
-            .get()
-            .context("no database connection available")?;
+        let conn = self.connection()?;
         Ok(conn
             .query_row("SELECT root FROM project", [], |r| r.get(0))
             .optional()?)
@@ -250,20 +247,14 @@ impl Store {
 
     /// A connection for reads. Each call is one consistent view of the last commit.
     pub fn reader(&self) -> Result<Reader> {
-        let conn = self
-            .pool
-            .get()
-            .context("no database connection available")?;
+        let conn = self.connection()?;
         Ok(Reader { conn })
     }
 
     /// A connection in a write transaction (`BEGIN IMMEDIATE`: the write
     /// lock now, or after `busy_timeout`, never a failure halfway).
     fn begin_write(&self) -> Result<PooledConnection<SqliteConnectionManager>> {
-        let conn = self
-            .pool
-            .get()
-            .context("no database connection available")?;
+        let conn = self.connection()?;
         conn.execute_batch("BEGIN IMMEDIATE")
             .with_context(|| format!("cannot write to the database {}", self.path.display()))?;
         Ok(conn)
