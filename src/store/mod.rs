@@ -22,6 +22,7 @@ mod browse;
 mod feed;
 mod history;
 mod import_tx;
+mod rank;
 mod scan;
 mod search;
 
@@ -218,9 +219,14 @@ impl Store {
     }
 
     fn pool(path: &Path, flags: OpenFlags) -> Result<Store> {
+        // One cache of the search's row lengths for all the pool's connections.
+        let lengths = std::sync::Arc::new(rank::LengthCache::default());
         let manager = SqliteConnectionManager::file(path)
             .with_flags(flags | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI)
-            .with_init(|conn| configure(conn));
+            .with_init(move |conn| {
+                configure(conn)?;
+                rank::register(conn, &lengths)
+            });
         let pool = Pool::builder()
             .max_size(POOL_SIZE)
             .min_idle(Some(1))

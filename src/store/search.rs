@@ -41,6 +41,11 @@ pub struct SearchPage {
 pub const SNIPPET_CHARS: usize = 200;
 /// Tokens FTS5 puts in a snippet before it is clipped to [`SNIPPET_CHARS`].
 const SNIPPET_TOKENS: i64 = 32;
+/// How hits are ranked: BM25 with a match in the key or the title worth ten
+/// times one in the body, one in the description five times (the weights of
+/// the `rank` that migration 0004 configures for other SQLite clients), by
+/// the function of [`rank`](super::rank).
+const RANK: &str = "orchestra_bm25(10.0, 10.0, 5.0, 1.0)";
 /// Hits a ranked page looks at past its end, to order ties there by key.
 const TIE_SLACK: usize = 32;
 /// A listing in key order walks the documents when its hits are at least
@@ -429,7 +434,8 @@ impl Reader {
         let mut args = args.to_vec();
         args.push(Value::from(i64::try_from(window).unwrap_or(i64::MAX)));
         let mut stmt = self.conn.prepare_cached(&format!(
-            "SELECT search.rowid, search.rank FROM search WHERE search MATCH ?{conditions}
+            "SELECT search.rowid, search.rank FROM search
+             WHERE search MATCH ?{conditions} AND search.rank MATCH '{RANK}'
              ORDER BY +search.rank, search.rowid LIMIT ?"
         ))?;
         let ranked = stmt
@@ -472,7 +478,7 @@ impl Reader {
         let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT d.rowid, search.rank, d.prefix, d.id, d.title, d.description, d.size
              FROM search JOIN documents d ON d.rowid = search.rowid
-             WHERE search MATCH ?{conditions}
+             WHERE search MATCH ?{conditions} AND search.rank MATCH '{RANK}'
              ORDER BY +search.rank, d.prefix, d.id LIMIT ?"
         ))?;
         let rows = stmt
@@ -964,5 +970,115 @@ mod tests {
         let word = clip(&"é".repeat(300));
         assert!(word.ends_with("é…"), "{word}");
         assert!(word.chars().count() <= SNIPPET_CHARS + 1, "{word}");
+    }
+
+    /// Every hit's score by the rank function and by FTS5's own `bm25()`
+    /// (the `rank` migration 0004 configures, same weights), by rowid.
+    fn scores(conn: &rusqlite::Connection, query: &str) -> Vec<(i64, f64, f64)> {
+        let ranked = |extra: &str| -> Vec<(i64, f64)> {
+            conn.prepare(&format!(
+                "SELECT rowid, rank FROM search WHERE search MATCH ?1 {extra} ORDER BY rowid"
+            ))
+            .unwrap()
+            .query_map([query], |r| Ok((r.get(0)?, r.get(1)?)))
+            .unwrap()
+            .collect::<rusqlite::Result<Vec<_>>>()
+            .unwrap()
+        };
+        let ours = ranked(&format!("AND rank MATCH '{RANK}'"));
+        let fts5 = ranked("");
+        assert_eq!(ours.len(), fts5.len(), "{query}: hits");
+        assert!(!ours.is_empty(), "{query}: no hit");
+        ours.into_iter()
+            .zip(fts5)
+            .map(|((rowid, a), (other, b))| {
+                assert_eq!(rowid, other);
+                (rowid, a, b)
+            })
+            .collect()
+    }
+
+    fn assert_same_scores(conn: &rusqlite::Connection, queries: &[&str]) {
+        for query in queries {
+            for (rowid, ours, fts5) in scores(conn, query) {
+                assert!(
+                    (ours - fts5).abs() <= 1e-12 * fts5.abs().max(1.0),
+                    "{query}, row {rowid}: {ours}, FTS5's bm25() {fts5}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn ranks_as_fts5_bm25_with_and_without_the_lengths_in_memory() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(&dir.path().join("db")).unwrap();
+        // Lengths from 3 to ~100 tokens; `common` in every document and in
+        // the title of some, `rare` in one, `twice` twice in some bodies.
+        let docs: Vec<_> = (0..48)
+            .map(|i| {
+                let body = format!(
+                    "common {}{}{}",
+                    "filler ".repeat(i * 2),
+                    if i % 5 == 0 { "twice twice " } else { "" },
+                    if i == 7 { "rare word" } else { "" }
+                );
+                let title = if i % 3 == 0 {
+                    "Common title"
+                } else {
+                    "Other title"
+                };
+                doc(&format!("notes/n{i:02}"), title, None, body.as_bytes())
+            })
+            .collect();
+        import(&store, &docs, &[]);
+        // A rare word first: too few hits to read every length, each hit
+        // asks FTS5. A common word then reads them all; the rare word, asked
+        // again, uses them.
+        let queries = [
+            "rare",
+            "common",
+            "rare",
+            "common twice",
+            "\"rare word\"",
+            "commo*",
+            "twice OR rare",
+            "common NOT twice",
+            "title",
+        ];
+        let in_read_transaction = |store: &Store| {
+            let reader = store.reader().unwrap();
+            reader
+                .in_transaction(|| {
+                    assert_same_scores(&reader.conn, &queries);
+                    Ok(())
+                })
+                .unwrap();
+        };
+        in_read_transaction(&store);
+        // A re-import changes lengths and rows: nothing stale is used.
+        let longer = doc(
+            "notes/n01",
+            "Common title",
+            None,
+            "common rare twice ".repeat(40).as_bytes(),
+        );
+        import(&store, &[longer], &["notes/n02", "notes/n03"]);
+        in_read_transaction(&store);
+        // In a write transaction that indexed one row again, shorter (same
+        // rows, same sequence number): the lengths in memory are stale
+        // there, FTS5's are used.
+        let tx = store.begin_import("/p", false).unwrap();
+        tx.conn
+            .execute_batch(
+                "INSERT INTO search (search, rowid, key, title, description, body)
+                     SELECT 'delete', rowid, key, title, description, body
+                     FROM search_source WHERE key = 'notes/n04';
+                 INSERT INTO search (rowid, key, title, description, body)
+                     SELECT rowid, key, 'Common', '', 'common common filler filler filler'
+                     FROM search_source WHERE key = 'notes/n04';",
+            )
+            .unwrap();
+        assert_same_scores(&tx.conn, &queries[1..2]);
     }
 }
