@@ -9,7 +9,7 @@ use anyhow::Result;
 use rusqlite::types::Value;
 use rusqlite::{Connection, params_from_iter};
 
-use super::{Reader, key_from_row, successor};
+use super::{NewDocument, Reader, key_from_row, successor};
 use crate::cursor::SearchResume;
 use crate::doc::DocKey;
 use crate::search::Search;
@@ -111,6 +111,31 @@ pub(super) fn commit(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// Indexes a document just inserted under `rowid` (a load into an empty
+/// database), from its values in memory: the text `search_source` gives.
+pub(super) fn index_new(
+    conn: &Connection,
+    rowid: i64,
+    doc: &NewDocument,
+    body_start: usize,
+) -> Result<()> {
+    let body = match doc.is_text {
+        true => std::str::from_utf8(&doc.body[body_start..]).unwrap_or_default(),
+        false => "",
+    };
+    conn.prepare_cached(
+        "INSERT INTO search (rowid, key, title, description, body) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(rusqlite::params![
+        rowid,
+        doc.key.to_string(),
+        doc.title,
+        doc.description.as_deref().unwrap_or_default(),
+        body
+    ])?;
+    Ok(())
+}
+
 /// The `where` fields of the document stored under `rowid`.
 pub(super) fn insert_fields(
     conn: &Connection,
@@ -205,13 +230,8 @@ pub(super) fn begin_bulk(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
-/// Ends a load into an empty database: the full-text index in one pass
-/// over the stored rows (when the load stored any), which costs less than a
-/// row at a time, and the fields' lookup index.
-pub(super) fn commit_bulk(conn: &Connection, loaded: bool) -> Result<()> {
-    if loaded {
-        rebuild_index(conn)?;
-    }
+/// Ends a load into an empty database: the fields' lookup index.
+pub(super) fn commit_bulk(conn: &Connection) -> Result<()> {
     conn.execute_batch(FIELDS_LOOKUP)?;
     Ok(())
 }
@@ -1080,5 +1100,39 @@ mod tests {
             )
             .unwrap();
         assert_same_scores(&tx.conn, &queries[1..2]);
+    }
+
+    #[test]
+    fn a_load_into_an_empty_database_writes_the_index_as_one_segment() {
+        // More would mean that a statement of the load opened a statement
+        // journal, making FTS5 write a segment per document (see
+        // `ImportTx::put_new`).
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(&dir.path().join("db")).unwrap();
+        let tx = store.begin_import("/p", false).unwrap();
+        assert!(tx.starts_empty());
+        for i in 0..300 {
+            let d = doc(
+                &format!("notes/n{i:03}"),
+                &format!("Note {i}"),
+                Some(r#"{"status":"open","tags":["a","b"]}"#),
+                format!("---\nstatus: open\n---\nword{i} common").as_bytes(),
+            );
+            tx.put(&d).unwrap();
+            tx.record(crate::doc::ChangeKind::New, &d.key).unwrap();
+        }
+        tx.commit(true).unwrap();
+        let reader = store.reader().unwrap();
+        let segments: i64 = reader
+            .conn
+            .query_row("SELECT count(DISTINCT segid) FROM search_idx", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(segments, 1);
+        integrity(&store);
+        assert_eq!(keys(&store, "word7", None, &[]), ["notes/n007"]);
+        let filtered = Search::new("common", None, vec![Filter::parse("tags=b").unwrap()]).unwrap();
+        assert_eq!(reader.search(&filtered, None, 10).unwrap().total, 300);
     }
 }
