@@ -1,4 +1,4 @@
-//! The binary under test (`$ORCHESTRA_BIN`, warned about when older than `src/`), the optional binary from before search (`$ORCHESTRA_BASELINE_BIN`), and the machine, toolchain and commit a run reports.
+//! The binary under test (`$ORCHESTRA_BIN`, warned about when older than `src/`), the optional binary without a search index (`$ORCHESTRA_BASELINE_BIN`), and the machine, toolchain and commit a run reports.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -34,8 +34,9 @@ pub fn orchestra_bin() -> Res<PathBuf> {
     Ok(bin)
 }
 
-/// `$ORCHESTRA_BASELINE_BIN`: an orchestra built from before search (e.g.
-/// 9be2234), for the import cost of the index; `None` when unset.
+/// `$ORCHESTRA_BASELINE_BIN`: an orchestra that keeps no search index (the
+/// same commit with the index writes made no-ops, or one from before search,
+/// e.g. 9be2234), for the import cost of the index; `None` when unset.
 pub fn baseline_bin() -> Res<Option<PathBuf>> {
     let Some(path) = std::env::var_os("ORCHESTRA_BASELINE_BIN") else {
         return Ok(None);

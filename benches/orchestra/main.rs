@@ -43,9 +43,10 @@
 //!   (rare word, the half word, `where status=open` with an empty query,
 //!   whose raw analogue is a `json_extract` scan), then its RSS and the
 //!   index's share of the database (`dbstat`). Last, with
-//!   `$ORCHESTRA_BASELINE_BIN` (an orchestra from before search, e.g.
-//!   9be2234), cold and 1%-changed imports of the same files with and
-//!   without the index, alternated.
+//!   `$ORCHESTRA_BASELINE_BIN` (an orchestra that keeps no search index:
+//!   the same commit with the index writes made no-ops, see BENCHMARKS.md,
+//!   or one from before search, e.g. 9be2234), cold and 1%-changed
+//!   imports of the same files with and without the index, alternated.
 //! * viewer: `orchestra serve --http` and one keep-alive client: 1,000
 //!   document pages, list pages (100 documents after a random id) and
 //!   `/resource` JSON reads of the same random documents, interleaved; p50
@@ -162,7 +163,8 @@ const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]..
                eca5907), adds the 1% re-import beside it
 
 The orchestra binary is $ORCHESTRA_BIN, else <crate>/target/release/orchestra: run `cargo build --release` first.
-$ORCHESTRA_BASELINE_BIN, if set, is an orchestra built from before search (e.g. 9be2234): the
+$ORCHESTRA_BASELINE_BIN, if set, is an orchestra that keeps no search index (the same commit with
+the index writes made no-ops, see BENCHMARKS.md, or one from before search, e.g. 9be2234): the
 import cost of the search index is measured against it.";
 
 fn parse_args(args: &[String]) -> Result<Options, String> {
