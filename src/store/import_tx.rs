@@ -45,9 +45,10 @@ impl ImportTx {
 
     /// Inserts a document or replaces the stored one with the same key.
     pub fn put(&self, doc: &NewDocument) -> Result<()> {
-        if !self.bulk {
-            search::unindex(&self.conn, &doc.key)?;
-        }
+        let old = match self.bulk {
+            true => None,
+            false => search::unindex(&self.conn, &doc.key)?,
+        };
         history::record_put(
             &self.conn,
             &doc.key,
@@ -89,7 +90,7 @@ impl ImportTx {
             ],
             |r| r.get(0),
         )?;
-        search::index(&self.conn, rowid, doc.frontmatter.as_deref())?;
+        search::index(&self.conn, rowid, old.as_ref(), doc.frontmatter.as_deref())?;
         Ok(())
     }
 
@@ -101,7 +102,9 @@ impl ImportTx {
     /// FTS5 writes its pending terms out as a segment whenever a statement
     /// opens one, so each document would become a segment of its own, merged
     /// again and again (a cold import of 100k documents: 14-21 s instead of
-    /// 6-7 s). Without, they wait in FTS5's memory (`hashsize`, 16 MB).
+    /// 6-7 s). Without, and with rowids that only ascend (FTS5 also writes
+    /// them out at a lower rowid), they wait in FTS5's memory (`hashsize`,
+    /// 16 MB).
     fn put_new(&self, doc: &NewDocument) -> Result<()> {
         let body_start = search::body_start(&doc.body);
         self.conn
@@ -141,8 +144,8 @@ impl ImportTx {
     }
 
     pub fn remove(&self, key: &DocKey) -> Result<()> {
-        if !self.bulk {
-            search::unindex(&self.conn, key)?;
+        if let Some(old) = search::unindex(&self.conn, key)? {
+            search::remove_fields(&self.conn, old.rowid)?;
         }
         history::record_remove(&self.conn, key, self.seq)?;
         self.conn

@@ -5,9 +5,11 @@
 //! view, and a delete passes the old values (FTS5 needs them; a delete by
 //! rowid alone corrupts an external-content index).
 
+use std::collections::BTreeSet;
+
 use anyhow::Result;
 use rusqlite::types::Value;
-use rusqlite::{Connection, params_from_iter};
+use rusqlite::{Connection, OptionalExtension, params_from_iter};
 
 use super::{NewDocument, Reader, key_from_row, successor};
 use crate::cursor::SearchResume;
@@ -55,8 +57,13 @@ const WALK_SHARE: i64 = 100;
 /// An import's changes to the full-text index wait in two temporary tables
 /// until its commit, and are then written in two statements, in rowid order.
 /// Written a document at a time, they would cost 3x more: FTS5 writes its
-/// pending terms out as a new segment at every statement savepoint, so each
-/// document would become a segment of its own, merged again and again.
+/// pending terms out as a new segment at every statement that opens a
+/// statement journal (the upsert of [`ImportTx::put`]) and at every write to
+/// a rowid lower than the last one (the files come in key order, which is
+/// rowid order only for a first load), so each document would become a
+/// segment of its own, merged again and again.
+///
+/// [`ImportTx::put`]: super::ImportTx::put
 pub(super) fn begin(conn: &Connection) -> Result<()> {
     conn.execute_batch(
         "CREATE TEMP TABLE IF NOT EXISTS search_old
@@ -68,30 +75,75 @@ pub(super) fn begin(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// A stored document about to be replaced or removed: its rowid and its
+/// frontmatter (JSON text), whose `where` fields it has.
+pub(super) struct Stored {
+    pub(super) rowid: i64,
+    frontmatter: Option<String>,
+}
+
 /// Takes the document with this key out of the index (at commit: its
-/// indexed values are kept until then, as FTS5 needs them to delete it) and
-/// out of the fields. A key with no document is a no-op.
-pub(super) fn unindex(conn: &Connection, key: &DocKey) -> Result<()> {
-    let args = rusqlite::params![key.prefix.as_str(), key.id];
-    conn.prepare_cached(
-        "INSERT OR IGNORE INTO temp.search_old (rowid, key, title, description, body)
-         SELECT rowid, key, title, description, body FROM search_source
-         WHERE rowid = (SELECT rowid FROM documents WHERE prefix = ?1 AND id = ?2)",
-    )?
-    .execute(args)?;
-    conn.prepare_cached(
-        "DELETE FROM fields WHERE doc = (SELECT rowid FROM documents WHERE prefix = ?1 AND id = ?2)",
-    )?
-    .execute(args)?;
-    Ok(())
+/// indexed values are kept until then, as FTS5 needs them to delete it).
+/// `None` when no document has this key.
+pub(super) fn unindex(conn: &Connection, key: &DocKey) -> Result<Option<Stored>> {
+    let stored = conn
+        .prepare_cached("SELECT rowid, frontmatter FROM documents WHERE prefix = ?1 AND id = ?2")?
+        .query_row(rusqlite::params![key.prefix.as_str(), key.id], |r| {
+            Ok(Stored {
+                rowid: r.get(0)?,
+                frontmatter: r.get(1)?,
+            })
+        })
+        .optional()?;
+    if let Some(stored) = &stored {
+        conn.prepare_cached(
+            "INSERT OR IGNORE INTO temp.search_old (rowid, key, title, description, body)
+             SELECT rowid, key, title, description, body FROM search_source WHERE rowid = ?1",
+        )?
+        .execute([stored.rowid])?;
+    }
+    Ok(stored)
 }
 
 /// Indexes the document stored under `rowid` (at commit, as it is then),
-/// with its frontmatter (JSON text).
-pub(super) fn index(conn: &Connection, rowid: i64, frontmatter: Option<&str>) -> Result<()> {
+/// and brings its `where` fields from those of `old`, the document it
+/// replaced, to those of `frontmatter`: only the pairs that changed are
+/// written (each is an entry of the lookup index, at a random place in it).
+pub(super) fn index(
+    conn: &Connection,
+    rowid: i64,
+    old: Option<&Stored>,
+    frontmatter: Option<&str>,
+) -> Result<()> {
     conn.prepare_cached("INSERT OR IGNORE INTO temp.search_new (rowid) VALUES (?1)")?
         .execute([rowid])?;
-    insert_fields(conn, rowid, frontmatter)
+    let pairs = |frontmatter: Option<&str>| -> BTreeSet<(String, String)> {
+        frontmatter
+            .map(fields_of)
+            .unwrap_or_default()
+            .into_iter()
+            .collect()
+    };
+    let before = pairs(old.and_then(|o| o.frontmatter.as_deref()));
+    let after = pairs(frontmatter);
+    let mut delete =
+        conn.prepare_cached("DELETE FROM fields WHERE doc = ?1 AND name = ?2 AND value = ?3")?;
+    for (name, value) in before.difference(&after) {
+        delete.execute(rusqlite::params![rowid, name, value])?;
+    }
+    let mut insert =
+        conn.prepare_cached("INSERT OR IGNORE INTO fields (doc, name, value) VALUES (?1, ?2, ?3)")?;
+    for (name, value) in after.difference(&before) {
+        insert.execute(rusqlite::params![rowid, name, value])?;
+    }
+    Ok(())
+}
+
+/// Removes every `where` field of the document stored under `rowid`.
+pub(super) fn remove_fields(conn: &Connection, rowid: i64) -> Result<()> {
+    conn.prepare_cached("DELETE FROM fields WHERE doc = ?1")?
+        .execute([rowid])?;
+    Ok(())
 }
 
 /// Writes what [`unindex`] and [`index`] queued: deletes with the old
@@ -1102,37 +1154,75 @@ mod tests {
         assert_same_scores(&tx.conn, &queries[1..2]);
     }
 
-    #[test]
-    fn a_load_into_an_empty_database_writes_the_index_as_one_segment() {
-        // More would mean that a statement of the load opened a statement
-        // journal, making FTS5 write a segment per document (see
-        // `ImportTx::put_new`).
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open_or_create(&dir.path().join("db")).unwrap();
-        let tx = store.begin_import("/p", false).unwrap();
-        assert!(tx.starts_empty());
-        for i in 0..300 {
-            let d = doc(
-                &format!("notes/n{i:03}"),
-                &format!("Note {i}"),
-                Some(r#"{"status":"open","tags":["a","b"]}"#),
-                format!("---\nstatus: open\n---\nword{i} common").as_bytes(),
-            );
-            tx.put(&d).unwrap();
-            tx.record(crate::doc::ChangeKind::New, &d.key).unwrap();
-        }
-        tx.commit(true).unwrap();
+    fn segments(store: &Store) -> i64 {
         let reader = store.reader().unwrap();
-        let segments: i64 = reader
+        reader
             .conn
             .query_row("SELECT count(DISTINCT segid) FROM search_idx", [], |r| {
                 r.get(0)
             })
-            .unwrap();
-        assert_eq!(segments, 1);
+            .unwrap()
+    }
+
+    fn numbered(i: usize, revision: usize) -> NewDocument {
+        doc(
+            &format!("notes/n{i:03}"),
+            &format!("Note {i}"),
+            Some(&format!(
+                r#"{{"status":"open","rev":{revision},"tags":["a","b"]}}"#
+            )),
+            format!("---\nstatus: open\n---\nword{i} rev{revision} common").as_bytes(),
+        )
+    }
+
+    /// A load into an empty database writes its index as one segment, a
+    /// later import its deletes and its inserts as one each. More would mean
+    /// that FTS5 wrote out its pending terms during the import: at a
+    /// statement that opened a statement journal, or at a rowid lower than
+    /// the last one written (see `ImportTx::put_new` and `search::begin`).
+    #[test]
+    fn an_import_writes_its_index_changes_in_few_segments() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(&dir.path().join("db")).unwrap();
+        let write = |docs: Vec<NewDocument>, removed: &[&str]| {
+            let tx = store.begin_import("/p", false).unwrap();
+            for d in &docs {
+                tx.put(d).unwrap();
+                tx.record(crate::doc::ChangeKind::New, &d.key).unwrap();
+            }
+            for key in removed {
+                let (prefix, id) = key.split_once('/').unwrap();
+                tx.remove(&DocKey::new(Prefix::parse(prefix).unwrap(), id))
+                    .unwrap();
+            }
+            tx.commit(true).unwrap();
+        };
+        // A load into an empty database.
+        write((0..300).map(|i| numbered(i, 0)).collect(), &[]);
+        assert_eq!(segments(&store), 1);
         integrity(&store);
-        assert_eq!(keys(&store, "word7", None, &[]), ["notes/n007"]);
-        let filtered = Search::new("common", None, vec![Filter::parse("tags=b").unwrap()]).unwrap();
-        assert_eq!(reader.search(&filtered, None, 10).unwrap().total, 300);
+        // 60 documents replaced, 5 new ones, 5 removed.
+        let changed = (0..60)
+            .map(|i| numbered(i * 5, 1))
+            .chain((300..305).map(|i| numbered(i, 1)));
+        write(
+            changed.collect(),
+            &[
+                "notes/n001",
+                "notes/n002",
+                "notes/n003",
+                "notes/n004",
+                "notes/n006",
+            ],
+        );
+        assert!(segments(&store) <= 3, "{} segments", segments(&store));
+        integrity(&store);
+        assert_eq!(keys(&store, "word5", None, &[]), ["notes/n005"]);
+        assert_eq!(keys(&store, "rev1", None, &[]).len(), 65);
+        assert_eq!(keys(&store, "rev0", None, &[]).len(), 300 - 60 - 5);
+        assert!(keys(&store, "word2", None, &[]).is_empty());
+        assert_eq!(keys(&store, "", None, &["rev=1"]).len(), 65);
+        assert_eq!(keys(&store, "", None, &["rev=0"]).len(), 235);
+        assert_eq!(keys(&store, "", None, &["tags=b"]).len(), 300);
     }
 }
