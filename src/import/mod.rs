@@ -195,15 +195,12 @@ pub fn run(opts: &Options) -> Result<Report> {
             shown: &shown,
         };
         let merger = scope.spawn(move || merge::merge(walked_rx, stored, decisions));
-        // Not on a dry run: nothing is replaced.
-        let archive = store.as_ref().filter(|_| tx.is_some());
         for _ in 0..workers {
             let (read_rx, done) = (read_rx.clone(), done.clone());
             let shown = &shown;
             scope.spawn(move || {
                 for candidate in read_rx {
-                    let outcome =
-                        read::read_candidate(candidate, opts.max_file_size, shown, archive);
+                    let outcome = read::read_candidate(candidate, opts.max_file_size, shown);
                     if done.send(outcome).is_err() {
                         break;
                     }
@@ -258,7 +255,6 @@ fn write(
             Outcome::Put {
                 doc,
                 updated,
-                past,
                 warning,
             } => {
                 progress.read();
@@ -268,7 +264,7 @@ fn write(
                     ChangeKind::New
                 };
                 if let Some(tx) = tx {
-                    tx.put_replacing(&doc, past)?;
+                    tx.put(&doc)?;
                     tx.record(kind, &doc.key)?;
                 }
                 report.warnings.extend(warning);

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use super::Warning;
 use crate::doc::DocKey;
 use crate::frontmatter;
-use crate::store::{FileStat, NewDocument, PastBody, Store};
+use crate::store::{FileStat, NewDocument};
 
 /// A Markdown file found by the walk that must be read.
 pub(super) struct Candidate {
@@ -23,8 +23,6 @@ pub(super) enum Outcome {
     Put {
         doc: Box<NewDocument>,
         updated: bool,
-        /// The stored bytes it replaces, compressed for history.
-        past: Option<PastBody>,
         warning: Option<Warning>,
     },
     /// Same bytes as stored, new mtime.
@@ -36,13 +34,10 @@ pub(super) enum Outcome {
     Removed(DocKey),
 }
 
-/// Reads a candidate; for a changed document, also compresses the stored
-/// bytes it replaces, from `store` (none on a dry run).
 pub(super) fn read_candidate(
     candidate: Candidate,
     max: u64,
     shown: &dyn Fn(&Path) -> PathBuf,
-    store: Option<&Store>,
 ) -> Outcome {
     let warning = |reason: String| Warning {
         path: shown(&candidate.path),
@@ -93,21 +88,9 @@ pub(super) fn read_candidate(
         is_text,
         body,
     };
-    // Failing here costs only time: the writer compresses them then.
-    let past = match store {
-        Some(store) if updated => store.past_body(&doc.key).unwrap_or_else(|e| {
-            tracing::debug!(
-                "{}: compressing the stored bytes on the writer: {e:#}",
-                doc.key
-            );
-            None
-        }),
-        _ => None,
-    };
     Outcome::Put {
         doc: Box::new(doc),
         updated,
-        past,
         warning: note.map(warning),
     }
 }

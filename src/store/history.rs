@@ -11,7 +11,7 @@
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OptionalExtension, params};
 
-use super::{NewDocument, Reader, Store};
+use super::{Reader, Store};
 use crate::doc::DocKey;
 
 /// The zstd level of stored bodies. On the bench's documents (1,000 of
@@ -129,24 +129,13 @@ fn next_version(conn: &Connection, key: &DocKey) -> Result<i64> {
         .query_row(params![prefix, id], |r| r.get(0))?)
 }
 
-/// A stored document's bytes, compressed as `bodies` keeps them, ahead of
-/// the import that replaces them: compressing on a reader thread takes it
-/// off the writer's, the one thread every import waits for.
-pub struct PastBody {
-    hash: Vec<u8>,
-    size: i64,
-    zstd: Vec<u8>,
-}
-
 /// Keeps the stored document `key`'s current bytes in `bodies` (unless that
 /// body is there already, or its hash is `unless`): they are about to be
-/// overwritten or deleted. `past`, when it holds those bytes, saves
-/// compressing them here. Returns the stored title, if the document exists.
+/// overwritten or deleted. Returns the stored title, if the document exists.
 fn archive_current(
     conn: &Connection,
     key: &DocKey,
     unless: Option<&[u8]>,
-    past: Option<PastBody>,
 ) -> Result<Option<String>> {
     let (prefix, id) = key_args(key);
     let mut stmt = conn.prepare_cached(
@@ -168,18 +157,12 @@ fn archive_current(
     if archived || unless == Some(&hash[..]) {
         return Ok(Some(title));
     }
-    let (size, compressed) = match past.filter(|past| past.hash == hash) {
-        Some(past) => (past.size, past.zstd),
-        None => {
-            let body: Vec<u8> = conn
-                .prepare_cached("SELECT body FROM documents WHERE prefix = ?1 AND id = ?2")?
-                .query_row(params![prefix, id], |r| r.get(0))?;
-            let compressed = compress(&body).context("cannot compress a body")?;
-            (body.len() as i64, compressed)
-        }
-    };
+    let body: Vec<u8> = conn
+        .prepare_cached("SELECT body FROM documents WHERE prefix = ?1 AND id = ?2")?
+        .query_row(params![prefix, id], |r| r.get(0))?;
+    let compressed = compress(&body).context("cannot compress a body")?;
     conn.prepare_cached("INSERT INTO bodies (hash, size, zstd) VALUES (?1, ?2, ?3)")?
-        .execute(params![hash, size, compressed])?;
+        .execute(params![hash, body.len() as i64, compressed])?;
     Ok(Some(title))
 }
 
@@ -187,11 +170,13 @@ fn archive_current(
 /// document row is written: the old bytes are kept first.
 pub(super) fn record_put(
     conn: &Connection,
-    doc: &NewDocument,
+    key: &DocKey,
+    hash: &[u8; 32],
+    size: u64,
+    title: &str,
+    is_text: bool,
     seq: i64,
-    past: Option<PastBody>,
 ) -> Result<()> {
-    let (key, hash) = (&doc.key, &doc.stat.hash);
     let (prefix, id) = key_args(key);
     let unchanged = conn
         .prepare_cached("SELECT 1 FROM documents WHERE prefix = ?1 AND id = ?2 AND hash = ?3")?
@@ -200,7 +185,7 @@ pub(super) fn record_put(
         // The same bytes again (metadata only): not a new version.
         return Ok(());
     }
-    archive_current(conn, key, Some(hash), past)?;
+    archive_current(conn, key, Some(hash))?;
     let number = next_version(conn, key)?;
     conn.prepare_cached(
         "INSERT INTO versions (prefix, id, version, hash, size, title, is_text, seq)
@@ -211,9 +196,9 @@ pub(super) fn record_put(
         id,
         number,
         &hash[..],
-        doc.stat.size as i64,
-        doc.title,
-        doc.is_text,
+        size as i64,
+        title,
+        is_text,
         seq
     ])?;
     Ok(())
@@ -222,7 +207,7 @@ pub(super) fn record_put(
 /// Records the removal of `key`, before its row is deleted: its bytes are
 /// kept, and a version without a body says when it went.
 pub(super) fn record_remove(conn: &Connection, key: &DocKey, seq: i64) -> Result<()> {
-    let Some(title) = archive_current(conn, key, None, None)? else {
+    let Some(title) = archive_current(conn, key, None)? else {
         return Ok(());
     };
     let number = next_version(conn, key)?;
@@ -384,33 +369,6 @@ impl Reader {
 }
 
 impl Store {
-    /// The stored bytes of `key`, compressed as history keeps them, for an
-    /// import about to replace them; `None` when no document has the key or
-    /// `bodies` holds those bytes already. Read on a connection of its own,
-    /// which sees the database as the import (not yet committed) found it.
-    pub fn past_body(&self, key: &DocKey) -> Result<Option<PastBody>> {
-        let (prefix, id) = key_args(key);
-        let conn = self.connection()?;
-        let stored = conn
-            .prepare_cached(
-                "SELECT hash, body FROM documents d
-                 WHERE prefix = ?1 AND id = ?2
-                   AND NOT EXISTS (SELECT 1 FROM bodies b WHERE b.hash = d.hash)",
-            )?
-            .query_row(params![prefix, id], |r| {
-                Ok((r.get::<_, Vec<u8>>(0)?, r.get::<_, Vec<u8>>(1)?))
-            })
-            .optional()?;
-        let Some((hash, body)) = stored else {
-            return Ok(None);
-        };
-        Ok(Some(PastBody {
-            hash,
-            size: body.len() as i64,
-            zstd: compress(&body).context("cannot compress a body")?,
-        }))
-    }
-
     /// Removes the past versions `rules` let go, and the stored bodies no
     /// version needs any more, in one transaction; with `dry_run`, only
     /// says what it would remove.
@@ -593,64 +551,6 @@ mod tests {
         let b = DocKey::new(Prefix::Notes, "b");
         assert_eq!(r.history(&b, None, 10).unwrap().len(), 1);
         assert!(r.history(&b, None, 10).unwrap()[0].current);
-    }
-
-    fn note(id: &str, body: &str) -> NewDocument {
-        NewDocument {
-            key: DocKey::new(Prefix::Notes, id),
-            stat: FileStat {
-                size: body.len() as u64,
-                mtime_ns: 1,
-                hash: *blake3::hash(body.as_bytes()).as_bytes(),
-            },
-            is_text: true,
-            title: body.to_string(),
-            description: None,
-            frontmatter: None,
-            body: body.as_bytes().to_vec(),
-        }
-    }
-
-    #[test]
-    fn bytes_compressed_ahead_of_an_import_are_the_ones_it_replaces() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open_or_create(&dir.path().join("o.db")).unwrap();
-        let (one, two, other) = ("first bytes", "second bytes", "other bytes");
-        import(&store, &[("a", Some(one)), ("b", Some(other))]);
-        let (a, b) = (
-            DocKey::new(Prefix::Notes, "a"),
-            DocKey::new(Prefix::Notes, "b"),
-        );
-        // Nothing stored under the key: nothing to keep.
-        assert!(
-            store
-                .past_body(&DocKey::new(Prefix::Notes, "none"))
-                .unwrap()
-                .is_none()
-        );
-        let past = store.past_body(&a).unwrap().unwrap();
-        assert_eq!(past.size, one.len() as i64);
-        assert_eq!(
-            decompress(&past.zstd, past.size as usize).unwrap(),
-            one.as_bytes()
-        );
-        // Taken while the import's transaction is open, the bytes are still
-        // the committed ones; bytes of another document are not used.
-        let tx = store.begin_import("/project", false).unwrap();
-        let past_b = store.past_body(&b).unwrap();
-        tx.put_replacing(&note("a", two), past_b).unwrap();
-        tx.commit(true).unwrap();
-        let r = store.reader().unwrap();
-        assert_eq!(r.version(&a, 1).unwrap().unwrap().body, one.as_bytes());
-        // Bytes `bodies` holds already (a revert): nothing to compress.
-        let tx = store.begin_import("/project", false).unwrap();
-        let past = store.past_body(&a).unwrap();
-        assert!(past.is_some(), "`two` is not kept yet");
-        tx.put_replacing(&note("a", one), past).unwrap();
-        tx.commit(true).unwrap();
-        assert!(store.past_body(&a).unwrap().is_none(), "`one` is kept");
-        assert_eq!(r.version(&a, 2).unwrap().unwrap().body, two.as_bytes());
-        assert_eq!(r.version(&a, 3).unwrap().unwrap().body, one.as_bytes());
     }
 
     #[test]

@@ -6,7 +6,6 @@ use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::params;
 
 use super::feed::kind_code;
-use super::history::PastBody;
 use super::{FEED_IMPORTS, NewDocument, history, search};
 use crate::doc::{ChangeKind, DocKey};
 
@@ -46,17 +45,19 @@ impl ImportTx {
 
     /// Inserts a document or replaces the stored one with the same key.
     pub fn put(&self, doc: &NewDocument) -> Result<()> {
-        self.put_replacing(doc, None)
-    }
-
-    /// [`ImportTx::put`], with the stored bytes it replaces already
-    /// compressed ([`Store::past_body`](super::Store::past_body)).
-    pub fn put_replacing(&self, doc: &NewDocument, past: Option<PastBody>) -> Result<()> {
         let old = match self.bulk {
             true => None,
             false => search::unindex(&self.conn, &doc.key)?,
         };
-        history::record_put(&self.conn, doc, self.seq, past)?;
+        history::record_put(
+            &self.conn,
+            &doc.key,
+            &doc.stat.hash,
+            doc.stat.size,
+            &doc.title,
+            doc.is_text,
+            self.seq,
+        )?;
         if self.bulk {
             return self.put_new(doc);
         }

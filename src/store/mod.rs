@@ -38,7 +38,7 @@ use crate::doc::{DocKey, Prefix};
 
 pub use browse::{DocMeta, PrefixStats, StoreStats};
 pub use feed::{ChangeBatch, ChangeWatcher};
-pub use history::{HistoryStats, PastBody, PruneReport, PruneRules, Version, VersionBody};
+pub use history::{HistoryStats, PruneReport, PruneRules, Version, VersionBody};
 pub use import_tx::ImportTx;
 pub use scan::StoredStats;
 pub use search::{Hit, SNIPPET_CHARS, SearchPage};
