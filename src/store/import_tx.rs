@@ -73,23 +73,11 @@ impl ImportTx {
                 seq = excluded.seq, body = excluded.body, body_start = excluded.body_start
              RETURNING rowid",
         )?;
-        let rowid: i64 = stmt.query_row(
-            params![
-                doc.key.prefix.as_str(),
-                doc.key.id,
-                doc.stat.size as i64,
-                doc.stat.mtime_ns,
-                &doc.stat.hash[..],
-                doc.is_text,
-                doc.title,
-                doc.description,
-                doc.frontmatter,
-                self.seq,
-                doc.body,
-                search::body_start(&doc.body) as i64,
-            ],
-            |r| r.get(0),
-        )?;
+        bind_document(&mut stmt, doc, self.seq, search::body_start(&doc.body))?;
+        let rowid: i64 = match stmt.raw_query().next()? {
+            Some(row) => row.get(0)?,
+            None => anyhow::bail!("{}: the upsert returned no row", doc.key),
+        };
         search::index(&self.conn, rowid, old.as_ref(), doc.frontmatter.as_deref())?;
         Ok(())
     }
@@ -107,27 +95,14 @@ impl ImportTx {
     /// 16 MB).
     fn put_new(&self, doc: &NewDocument) -> Result<()> {
         let body_start = search::body_start(&doc.body);
-        self.conn
-            .prepare_cached(
-                "INSERT INTO documents
-                    (prefix, id, size, mtime_ns, hash, is_text, title, description, frontmatter, seq,
-                     body, body_start)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            )?
-            .execute(params![
-                doc.key.prefix.as_str(),
-                doc.key.id,
-                doc.stat.size as i64,
-                doc.stat.mtime_ns,
-                &doc.stat.hash[..],
-                doc.is_text,
-                doc.title,
-                doc.description,
-                doc.frontmatter,
-                self.seq,
-                doc.body,
-                body_start as i64,
-            ])?;
+        let mut stmt = self.conn.prepare_cached(
+            "INSERT INTO documents
+                (prefix, id, size, mtime_ns, hash, is_text, title, description, frontmatter, seq, body,
+                 body_start)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        )?;
+        bind_document(&mut stmt, doc, self.seq, body_start)?;
+        stmt.raw_execute()?;
         let rowid = self.conn.last_insert_rowid();
         search::index_new(&self.conn, rowid, doc, body_start)?;
         search::insert_fields(&self.conn, rowid, doc.frontmatter.as_deref())?;
@@ -197,6 +172,28 @@ impl ImportTx {
         self.finished = true;
         Ok(())
     }
+}
+
+/// Binds `?1` to `?12` of an `INSERT INTO documents` of [`ImportTx`]:
+/// `doc`'s columns in the table's order, then `seq` and `body_start`.
+fn bind_document(
+    stmt: &mut rusqlite::Statement<'_>,
+    doc: &NewDocument,
+    seq: i64,
+    body_start: usize,
+) -> rusqlite::Result<()> {
+    stmt.raw_bind_parameter(1, doc.key.prefix.as_str())?;
+    stmt.raw_bind_parameter(2, &doc.key.id)?;
+    stmt.raw_bind_parameter(3, doc.stat.size as i64)?;
+    stmt.raw_bind_parameter(4, doc.stat.mtime_ns)?;
+    stmt.raw_bind_parameter(5, &doc.stat.hash[..])?;
+    stmt.raw_bind_parameter(6, doc.is_text)?;
+    stmt.raw_bind_parameter(7, &doc.title)?;
+    stmt.raw_bind_parameter(8, &doc.description)?;
+    stmt.raw_bind_parameter(9, &doc.frontmatter)?;
+    stmt.raw_bind_parameter(10, seq)?;
+    stmt.raw_bind_parameter(11, &doc.body)?;
+    stmt.raw_bind_parameter(12, body_start as i64)
 }
 
 impl Drop for ImportTx {
