@@ -47,7 +47,8 @@ pub struct Options {
     pub dry_run: bool,
     pub replace: bool,
     pub max_file_size: u64,
-    /// Draw a progress bar on stderr (only when it is a terminal).
+    /// Show a running count of the files read on stderr (only when it is a
+    /// terminal).
     pub progress: bool,
 }
 
