@@ -16,10 +16,10 @@ pub struct ImportTx {
     pub(super) seq: i64,
     /// The database held another project, replaced by this import.
     pub(super) replaced: bool,
-    /// The database held no document when the import began: documents
-    /// are inserted, not upserted, and indexed as they come (see
-    /// [`ImportTx::put_new`]).
-    pub(super) bulk: bool,
+    /// The index writes of an incremental import; `None` when the database
+    /// held no document as the import began (a load: documents are inserted
+    /// and indexed as they come, see [`ImportTx::load`]).
+    pub(super) index: Option<search::IndexWrites>,
     pub(super) finished: bool,
 }
 
@@ -40,15 +40,67 @@ impl ImportTx {
     /// The database held no document when the import began: there is
     /// nothing to compare the files with.
     pub fn starts_empty(&self) -> bool {
-        self.bulk
+        self.index.is_none()
     }
 
     /// Inserts a document or replaces the stored one with the same key.
+    ///
+    /// Every statement of an import must be a plain single-row one, which
+    /// opens no statement journal (no upsert, no `RETURNING`, no `INSERT …
+    /// SELECT`): FTS5 writes its pending terms out as a segment whenever a
+    /// statement opens one, so each document would become a segment of its
+    /// own, merged again and again (a cold import of 100k documents: 14-21 s
+    /// instead of 6-7 s).
     pub fn put(&self, doc: &NewDocument) -> Result<()> {
-        let old = match self.bulk {
-            true => None,
-            false => search::unindex(&self.conn, &doc.key)?,
+        let Some(index) = &self.index else {
+            return self.load(doc);
         };
+        let old = search::stored(&self.conn, &doc.key)?;
+        let when = match &old {
+            Some(old) => Some(search::unindex(&self.conn, index, old)?),
+            None => None,
+        };
+        self.record_version(doc)?;
+        let body_start = search::body_start(&doc.body);
+        let rowid = match &old {
+            Some(old) => {
+                let mut stmt = self.conn.prepare_cached(
+                    "UPDATE documents SET
+                        size = ?3, mtime_ns = ?4, hash = ?5, is_text = ?6, title = ?7,
+                        description = ?8, frontmatter = ?9, seq = ?10, body = ?11, body_start = ?12
+                     WHERE rowid = ?13 AND prefix = ?1 AND id = ?2",
+                )?;
+                bind_document(&mut stmt, doc, self.seq, body_start)?;
+                stmt.raw_bind_parameter(13, old.rowid)?;
+                if stmt.raw_execute()? != 1 {
+                    anyhow::bail!("{}: the stored row changed under the import", doc.key);
+                }
+                old.rowid
+            }
+            None => self.insert(doc, body_start)?,
+        };
+        search::index(
+            &self.conn,
+            index,
+            rowid,
+            doc,
+            body_start,
+            old.as_ref().zip(when),
+        )
+    }
+
+    /// [`ImportTx::put`] into an empty database: no stored row to replace,
+    /// and the document is indexed now, from memory (FTS5 keeps the terms
+    /// in memory, up to `hashsize`, 16 MB, while the rowids ascend).
+    fn load(&self, doc: &NewDocument) -> Result<()> {
+        self.record_version(doc)?;
+        let body_start = search::body_start(&doc.body);
+        let rowid = self.insert(doc, body_start)?;
+        search::load(&self.conn, rowid, doc, body_start)
+    }
+
+    /// Records `doc` as a new version, before its row is written.
+    fn record_version(&self, doc: &NewDocument) -> Result<()> {
         history::record_put(
             &self.conn,
             &doc.key,
@@ -57,44 +109,11 @@ impl ImportTx {
             &doc.title,
             doc.is_text,
             self.seq,
-        )?;
-        if self.bulk {
-            return self.put_new(doc);
-        }
-        let mut stmt = self.conn.prepare_cached(
-            "INSERT INTO documents
-                (prefix, id, size, mtime_ns, hash, is_text, title, description, frontmatter, seq, body,
-                 body_start)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)
-             ON CONFLICT (prefix, id) DO UPDATE SET
-                size = excluded.size, mtime_ns = excluded.mtime_ns, hash = excluded.hash,
-                is_text = excluded.is_text, title = excluded.title,
-                description = excluded.description, frontmatter = excluded.frontmatter,
-                seq = excluded.seq, body = excluded.body, body_start = excluded.body_start
-             RETURNING rowid",
-        )?;
-        bind_document(&mut stmt, doc, self.seq, search::body_start(&doc.body))?;
-        let rowid: i64 = match stmt.raw_query().next()? {
-            Some(row) => row.get(0)?,
-            None => anyhow::bail!("{}: the upsert returned no row", doc.key),
-        };
-        search::index(&self.conn, rowid, old.as_ref(), doc.frontmatter.as_deref())?;
-        Ok(())
+        )
     }
 
-    /// [`ImportTx::put`] into an empty database: no stored row to replace,
-    /// and the document is indexed now, from memory.
-    ///
-    /// Every statement here must be one that opens no statement journal (a
-    /// plain `INSERT`: no `RETURNING`, no upsert, no `INSERT … SELECT`):
-    /// FTS5 writes its pending terms out as a segment whenever a statement
-    /// opens one, so each document would become a segment of its own, merged
-    /// again and again (a cold import of 100k documents: 14-21 s instead of
-    /// 6-7 s). Without, and with rowids that only ascend (FTS5 also writes
-    /// them out at a lower rowid), they wait in FTS5's memory (`hashsize`,
-    /// 16 MB).
-    fn put_new(&self, doc: &NewDocument) -> Result<()> {
-        let body_start = search::body_start(&doc.body);
+    /// Inserts the row of a document that has none; returns its rowid.
+    fn insert(&self, doc: &NewDocument, body_start: usize) -> Result<i64> {
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO documents
                 (prefix, id, size, mtime_ns, hash, is_text, title, description, frontmatter, seq, body,
@@ -103,10 +122,7 @@ impl ImportTx {
         )?;
         bind_document(&mut stmt, doc, self.seq, body_start)?;
         stmt.raw_execute()?;
-        let rowid = self.conn.last_insert_rowid();
-        search::index_new(&self.conn, rowid, doc, body_start)?;
-        search::insert_fields(&self.conn, rowid, doc.frontmatter.as_deref())?;
-        Ok(())
+        Ok(self.conn.last_insert_rowid())
     }
 
     /// Records a new mtime for a document whose bytes did not change, so the
@@ -119,8 +135,11 @@ impl ImportTx {
     }
 
     pub fn remove(&self, key: &DocKey) -> Result<()> {
-        if let Some(old) = search::unindex(&self.conn, key)? {
-            search::remove_fields(&self.conn, old.rowid)?;
+        if let Some(index) = &self.index
+            && let Some(old) = search::stored(&self.conn, key)?
+        {
+            let when = search::unindex(&self.conn, index, &old)?;
+            search::remove_fields(&self.conn, index, &old, when)?;
         }
         history::record_remove(&self.conn, key, self.seq)?;
         self.conn
@@ -145,10 +164,8 @@ impl ImportTx {
     /// Commits the import; `changed` says whether it consumed its sequence
     /// number (and so whether the feed has rows under it).
     pub fn commit(mut self, changed: bool) -> Result<()> {
-        if self.bulk {
-            search::commit_bulk(&self.conn)?;
-        } else if changed {
-            search::commit(&self.conn)?;
+        if let Some(index) = &self.index {
+            search::commit(&self.conn, index)?;
         }
         if changed {
             self.conn

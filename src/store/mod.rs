@@ -76,6 +76,10 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../migrations/0006_history.sql"),
         then: None,
     },
+    Migration {
+        sql: include_str!("../../migrations/0007_fields_index.sql"),
+        then: Some(search::fill_fields),
+    },
 ];
 
 /// Imports whose changes the feed keeps. A server further behind than this
@@ -271,21 +275,20 @@ impl Store {
     /// which empties it first.
     pub fn begin_import(&self, root: &str, replace: bool) -> Result<ImportTx> {
         let conn = self.begin_write()?;
+        let bulk = !conn.query_row("SELECT EXISTS (SELECT 1 FROM documents)", [], |r| {
+            r.get::<_, bool>(0)
+        })?;
+        let index = match bulk {
+            true => None,
+            false => Some(search::begin(&conn)?),
+        };
         let mut tx = ImportTx {
             conn,
             seq: 0,
             replaced: false,
-            bulk: false,
+            index,
             finished: false,
         };
-        tx.bulk = !tx
-            .conn
-            .query_row("SELECT EXISTS (SELECT 1 FROM documents)", [], |r| r.get(0))?;
-        if tx.bulk {
-            search::begin_bulk(&tx.conn)?;
-        } else {
-            search::begin(&tx.conn)?;
-        }
         let seq = match project(&tx.conn, root, replace, &self.path)? {
             Project::New => {
                 tx.conn.execute(

@@ -267,11 +267,19 @@ fn the_search_check_sees_an_index_that_differs_from_the_documents() {
     assert_eq!(search_check(&p.db()), "ok");
     let conn = Connection::open(p.db()).unwrap();
     conn.execute(
-        "DELETE FROM fields WHERE doc = (SELECT min(doc) FROM fields)",
+        "DELETE FROM fields WHERE rowid = (SELECT min(id) FROM fields_docsize)",
         [],
     )
     .unwrap();
     assert!(search_check(&p.db()).contains("field rows differ"));
+    let p = fixture_project();
+    let conn = Connection::open(p.db()).unwrap();
+    conn.execute(
+        "INSERT INTO fields (rowid, pairs) VALUES (1000000, '0123456789abcdef0123456789abcdef')",
+        [],
+    )
+    .unwrap();
+    assert!(search_check(&p.db()).contains("1 frontmatter field rows differ"));
     let p = fixture_project();
     let conn = Connection::open(p.db()).unwrap();
     // The trap of external-content tables: a delete without the old values.

@@ -813,16 +813,20 @@ pub fn history_check(db: &Path) -> String {
 /// orchestra would: a WAL left by a killed writer is recovered first.
 /// The search index and the frontmatter fields against the documents:
 /// FTS5's own check of the index against its content (the stored rows), and
-/// the fields recomputed from every stored frontmatter. "ok" when they agree.
+/// the fields' index read back term by term (`fts5vocab`) against the pairs
+/// recomputed from every stored frontmatter. "ok" when they agree.
 pub fn search_check(db: &Path) -> String {
     let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_WRITE)
         .unwrap_or_else(|e| panic!("open {}: {e}", db.display()));
-    if let Err(e) = conn.execute(
-        "INSERT INTO search (search, rank) VALUES ('integrity-check', 1)",
-        [],
-    ) {
-        return format!("search index: {e}");
+    for table in ["search", "fields"] {
+        if let Err(e) = conn.execute(
+            &format!("INSERT INTO {table} ({table}, rank) VALUES ('integrity-check', 1)"),
+            [],
+        ) {
+            return format!("{table} index: {e}");
+        }
     }
+    // Every (document, name, value) pair, the value as YAML text.
     let expected = "SELECT d.rowid, f.key, CASE f.type WHEN 'true' THEN 'true' WHEN 'false' THEN 'false'
                         WHEN 'null' THEN 'null' ELSE CAST(f.atom AS TEXT) END
                     FROM documents d, json_each(d.frontmatter) f
@@ -832,22 +836,43 @@ pub fn search_check(db: &Path) -> String {
                         WHEN 'null' THEN 'null' ELSE CAST(i.atom AS TEXT) END
                     FROM documents d, json_each(d.frontmatter) f, json_each(f.value) i
                     WHERE d.frontmatter IS NOT NULL AND f.type = 'array' AND i.type NOT IN ('object', 'array')";
-    let differ: i64 = conn
-        .query_row(
-            &format!(
-                "SELECT (SELECT count(*) FROM (SELECT * FROM ({expected})
-                                                EXCEPT SELECT doc, name, value FROM fields))
-                      + (SELECT count(*) FROM (SELECT doc, name, value FROM fields
-                                                EXCEPT SELECT * FROM ({expected})))"
-            ),
-            [],
-            |r| r.get(0),
-        )
+    let expected: std::collections::BTreeSet<(i64, String)> = conn
+        .prepare(expected)
+        .unwrap()
+        .query_map([], |r| {
+            let (name, value): (String, String) = (r.get(1)?, r.get(2)?);
+            Ok((r.get(0)?, pair_term(&name, &value)))
+        })
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
         .unwrap();
-    match differ {
+    conn.execute_batch(
+        "CREATE VIRTUAL TABLE IF NOT EXISTS temp.fields_terms
+             USING fts5vocab(main, fields, 'instance')",
+    )
+    .unwrap();
+    let stored: std::collections::BTreeSet<(i64, String)> = conn
+        .prepare("SELECT doc, term FROM temp.fields_terms")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    match expected.symmetric_difference(&stored).count() {
         0 => "ok".to_string(),
         n => format!("{n} frontmatter field rows differ from the documents"),
     }
+}
+
+/// The term of a `where` pair in the `fields` index, as migration 0007
+/// says: the first 128 bits of the blake3 hash of the name's length (8
+/// bytes, little-endian), the name and the value, in hex.
+fn pair_term(name: &str, value: &str) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&(name.len() as u64).to_le_bytes());
+    hasher.update(name.as_bytes());
+    hasher.update(value.as_bytes());
+    hasher.finalize().to_hex()[..32].to_string()
 }
 
 pub fn integrity_check(db: &Path) -> String {

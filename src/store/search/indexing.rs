@@ -1,138 +1,256 @@
-//! Keeping the FTS5 index and the `where` fields equal to the documents, inside an import's transaction.
+//! Keeping the full-text index and the `where` fields equal to the documents, inside an import's transaction.
 //!
 //! The index (`search`, migration 0004) is external-content over the view
-//! `search_source`, which says once what is indexed. A first load indexes
-//! each document from its values in memory, the text the view gives for the
-//! row it writes (FTS5's `integrity-check` compares the two in the tests);
-//! later imports index through the view; a delete passes the old values,
-//! read through the view (FTS5 needs them; a delete by rowid alone corrupts
-//! an external-content index).
+//! `search_source`, which says once what is indexed. An import indexes each
+//! document from its values in memory, the text the view gives for the row
+//! it writes (FTS5's `integrity-check` compares the two in the tests), where
+//! FTS5 can take it in memory, and the rest through the view at the commit
+//! (see [`IndexWrites`]); a delete passes the old values, read through the
+//! view (FTS5 needs them; a delete by rowid alone corrupts an
+//! external-content index). The fields (`fields`, migration 0007) follow the
+//! same order.
 
-use std::collections::BTreeSet;
+use std::cell::Cell;
 
 use anyhow::Result;
 use rusqlite::{Connection, OptionalExtension};
 
+use super::fields;
 use crate::doc::DocKey;
 use crate::store::NewDocument;
 
-/// An import's changes to the full-text index wait in two temporary tables
-/// until its commit, and are then written in two statements, in rowid order.
-/// Written a document at a time, they would cost 3x more: FTS5 writes its
-/// pending terms out as a new segment at every statement that opens a
-/// statement journal (the upsert of [`ImportTx::put`]) and at every write to
-/// a rowid lower than the last one (the files come in key order, which is
-/// rowid order only for a first load), so each document would become a
-/// segment of its own, merged again and again.
+/// An incremental import's writes to the two FTS5 indexes (`search` and
+/// `fields`): each straight to FTS5 when it can take it in memory, the
+/// others queued in temporary tables until the commit.
 ///
-/// [`ImportTx::put`]: crate::store::ImportTx::put
-pub(in crate::store) fn begin(conn: &Connection) -> Result<()> {
+/// FTS5 keeps the terms of the rows it is given in memory and writes them
+/// out as a new segment at the commit, but also at every statement that
+/// opens a statement journal (an upsert, an `INSERT … SELECT`) and at every
+/// write to a lower rowid than the last one. A segment per document would be
+/// merged again and again (3x the time). So every write of an import is a
+/// plain single-row statement, and a replaced or removed document is
+/// unindexed and indexed at once only when its rowid is above the last one
+/// written so (the files come in key order, which is rowid order for
+/// documents loaded together). The others, and new documents (whose rowids
+/// are above every stored one), are written at the commit, in rowid order.
+pub(in crate::store) struct IndexWrites {
+    /// The highest rowid written straight to FTS5 by this import.
+    written_up_to: Cell<i64>,
+    /// Whether anything waits in the temporary tables.
+    queued: Cell<bool>,
+}
+
+/// Starts an incremental import's index writes.
+pub(in crate::store) fn begin(conn: &Connection) -> Result<IndexWrites> {
     conn.execute_batch(
         "CREATE TEMP TABLE IF NOT EXISTS search_old
              (rowid INTEGER PRIMARY KEY, key TEXT, title TEXT, description TEXT, body TEXT);
          CREATE TEMP TABLE IF NOT EXISTS search_new (rowid INTEGER PRIMARY KEY);
+         CREATE TEMP TABLE IF NOT EXISTS fields_queue
+             (rowid INTEGER NOT NULL, step INTEGER NOT NULL, pairs TEXT,
+              PRIMARY KEY (rowid, step)) WITHOUT ROWID;
          DELETE FROM temp.search_old;
-         DELETE FROM temp.search_new;",
+         DELETE FROM temp.search_new;
+         DELETE FROM temp.fields_queue;",
     )?;
-    Ok(())
+    Ok(IndexWrites {
+        written_up_to: Cell::new(0),
+        queued: Cell::new(false),
+    })
 }
 
-/// A stored document about to be replaced or removed: its rowid and its
-/// frontmatter (JSON text), whose `where` fields it has.
+/// A stored document about to be replaced or removed: its rowid and the
+/// terms of its `where` fields.
 pub(in crate::store) struct Stored {
     pub(in crate::store) rowid: i64,
-    frontmatter: Option<String>,
+    terms: String,
 }
 
-/// Takes the document with this key out of the index (at commit: its
-/// indexed values are kept until then, as FTS5 needs them to delete it).
-/// `None` when no document has this key.
-pub(in crate::store) fn unindex(conn: &Connection, key: &DocKey) -> Result<Option<Stored>> {
-    let stored = conn
+/// The stored document with this key, if there is one.
+pub(in crate::store) fn stored(conn: &Connection, key: &DocKey) -> Result<Option<Stored>> {
+    let row = conn
         .prepare_cached("SELECT rowid, frontmatter FROM documents WHERE prefix = ?1 AND id = ?2")?
         .query_row(rusqlite::params![key.prefix.as_str(), key.id], |r| {
-            Ok(Stored {
-                rowid: r.get(0)?,
-                frontmatter: r.get(1)?,
-            })
+            Ok((r.get::<_, i64>(0)?, r.get::<_, Option<String>>(1)?))
         })
         .optional()?;
-    if let Some(stored) = &stored {
-        conn.prepare_cached(
-            "INSERT OR IGNORE INTO temp.search_old (rowid, key, title, description, body)
-             SELECT rowid, key, title, description, body FROM search_source WHERE rowid = ?1",
-        )?
-        .execute([stored.rowid])?;
-    }
-    Ok(stored)
+    Ok(row.map(|(rowid, frontmatter)| Stored {
+        rowid,
+        terms: fields::terms_of(frontmatter.as_deref()),
+    }))
 }
 
-/// Indexes the document stored under `rowid` (at commit, as it is then),
-/// and brings its `where` fields from those of `old`, the document it
-/// replaced, to those of `frontmatter`: only the pairs that changed are
-/// written (each is an entry of the lookup index, at a random place in it).
+/// When [`unindex`] took a document out of the index, and so when its new
+/// values and its fields are written.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(in crate::store) enum When {
+    /// Now: the document's new values can follow at once.
+    Now,
+    /// At the commit.
+    AtCommit,
+}
+
+/// Takes `stored` out of the full-text index, before its row changes: FTS5
+/// needs the values it indexed, read here through `search_source`.
+pub(in crate::store) fn unindex(
+    conn: &Connection,
+    writes: &IndexWrites,
+    stored: &Stored,
+) -> Result<When> {
+    let old = conn
+        .prepare_cached("SELECT key, title, description, body FROM search_source WHERE rowid = ?1")?
+        .query_row([stored.rowid], |r| {
+            Ok([r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?])
+        })?;
+    let (sql, when) = match stored.rowid > writes.written_up_to.get() {
+        true => {
+            writes.written_up_to.set(stored.rowid);
+            (
+                "INSERT INTO search (search, rowid, key, title, description, body)
+                 VALUES ('delete', ?1, ?2, ?3, ?4, ?5)",
+                When::Now,
+            )
+        }
+        false => {
+            writes.queued.set(true);
+            (
+                "INSERT OR IGNORE INTO temp.search_old (rowid, key, title, description, body)
+                 VALUES (?1, ?2, ?3, ?4, ?5)",
+                When::AtCommit,
+            )
+        }
+    };
+    conn.prepare_cached(sql)?.execute(rusqlite::params![
+        stored.rowid,
+        old[0],
+        old[1],
+        old[2],
+        old[3]
+    ])?;
+    Ok(when)
+}
+
+/// Indexes `doc`, just written under `rowid`, and brings its fields from
+/// those of `old`, the document it replaced, to its own (nothing when they
+/// are the same). From memory if `old` was unindexed [`When::Now`], else at
+/// the commit (a new document, or one unindexed at the commit).
 pub(in crate::store) fn index(
     conn: &Connection,
+    writes: &IndexWrites,
     rowid: i64,
-    old: Option<&Stored>,
-    frontmatter: Option<&str>,
+    doc: &NewDocument,
+    body_start: usize,
+    old: Option<(&Stored, When)>,
 ) -> Result<()> {
-    conn.prepare_cached("INSERT OR IGNORE INTO temp.search_new (rowid) VALUES (?1)")?
-        .execute([rowid])?;
-    let pairs = |frontmatter: Option<&str>| -> BTreeSet<(String, String)> {
-        frontmatter
-            .map(fields_of)
-            .unwrap_or_default()
-            .into_iter()
-            .collect()
-    };
-    let before = pairs(old.and_then(|o| o.frontmatter.as_deref()));
-    let after = pairs(frontmatter);
-    let mut delete =
-        conn.prepare_cached("DELETE FROM fields WHERE doc = ?1 AND name = ?2 AND value = ?3")?;
-    for (name, value) in before.difference(&after) {
-        delete.execute(rusqlite::params![rowid, name, value])?;
+    let when = old.map_or(When::AtCommit, |(_, when)| when);
+    let old_terms = old.map_or("", |(stored, _)| stored.terms.as_str());
+    let new_terms = fields::terms_of(doc.frontmatter.as_deref());
+    match when {
+        When::Now => index_new(conn, rowid, doc, body_start)?,
+        When::AtCommit => {
+            conn.prepare_cached("INSERT OR IGNORE INTO temp.search_new (rowid) VALUES (?1)")?
+                .execute([rowid])?;
+            writes.queued.set(true);
+        }
     }
-    let mut insert =
-        conn.prepare_cached("INSERT OR IGNORE INTO fields (doc, name, value) VALUES (?1, ?2, ?3)")?;
-    for (name, value) in after.difference(&before) {
-        insert.execute(rusqlite::params![rowid, name, value])?;
+    if old_terms != new_terms {
+        write_fields(conn, writes, rowid, old_terms, &new_terms, when)?;
     }
     Ok(())
 }
 
-/// Removes every `where` field of the document stored under `rowid`.
-pub(in crate::store) fn remove_fields(conn: &Connection, rowid: i64) -> Result<()> {
-    conn.prepare_cached("DELETE FROM fields WHERE doc = ?1")?
-        .execute([rowid])?;
+/// Removes the fields of `stored`, a document being removed and unindexed
+/// `when`.
+pub(in crate::store) fn remove_fields(
+    conn: &Connection,
+    writes: &IndexWrites,
+    stored: &Stored,
+    when: When,
+) -> Result<()> {
+    write_fields(conn, writes, stored.rowid, &stored.terms, "", when)
+}
+
+/// Replaces the fields' row under `rowid`, `old` by `new` (empty: none).
+fn write_fields(
+    conn: &Connection,
+    writes: &IndexWrites,
+    rowid: i64,
+    old: &str,
+    new: &str,
+    when: When,
+) -> Result<()> {
+    if when == When::Now {
+        fields::delete(conn, rowid, old)?;
+        return fields::insert(conn, rowid, new);
+    }
+    let mut queue = conn.prepare_cached(
+        "INSERT OR REPLACE INTO temp.fields_queue (rowid, step, pairs) VALUES (?1, ?2, ?3)",
+    )?;
+    if !old.is_empty() {
+        queue.execute(rusqlite::params![rowid, 0, old])?;
+    }
+    if !new.is_empty() {
+        queue.execute(rusqlite::params![rowid, 1, new])?;
+    }
+    writes.queued.set(true);
     Ok(())
 }
 
-/// Writes what [`unindex`] and [`index`] queued: deletes with the old
-/// values, then the new rows through `search_source`.
-pub(in crate::store) fn commit(conn: &Connection) -> Result<()> {
+/// Writes what was queued, in rowid order, a document's delete before its
+/// new values: the full-text index in one statement, the fields a row at a
+/// time (their deletes take no values: `contentless_delete`).
+pub(in crate::store) fn commit(conn: &Connection, writes: &IndexWrites) -> Result<()> {
+    if !writes.queued.get() {
+        return Ok(());
+    }
     conn.execute_batch(
         "INSERT INTO search (search, rowid, key, title, description, body)
-             SELECT 'delete', rowid, key, title, description, body FROM temp.search_old
-             ORDER BY rowid;
-         INSERT INTO search (rowid, key, title, description, body)
-             SELECT s.rowid, s.key, s.title, s.description, s.body
-             FROM temp.search_new n JOIN search_source s ON s.rowid = n.rowid
-             ORDER BY n.rowid;
-         DELETE FROM temp.search_old;
-         DELETE FROM temp.search_new;",
+             SELECT command, rowid, key, title, description, body FROM (
+                 SELECT 'delete' AS command, rowid, key, title, description, body, 0 AS step
+                 FROM temp.search_old
+                 UNION ALL
+                 SELECT NULL, s.rowid, s.key, s.title, s.description, s.body, 1
+                 FROM temp.search_new n JOIN search_source s ON s.rowid = n.rowid
+             )
+             ORDER BY rowid, step;",
     )?;
+    {
+        let mut queued =
+            conn.prepare("SELECT rowid, step, pairs FROM temp.fields_queue ORDER BY rowid, step")?;
+        let mut rows = queued.query([])?;
+        while let Some(row) = rows.next()? {
+            let (rowid, pairs) = (row.get(0)?, row.get_ref(2)?.as_str()?);
+            match row.get::<_, i64>(1)? {
+                0 => fields::delete(conn, rowid, pairs)?,
+                _ => fields::insert(conn, rowid, pairs)?,
+            }
+        }
+    }
+    conn.execute_batch(
+        "DELETE FROM temp.search_old;
+         DELETE FROM temp.search_new;
+         DELETE FROM temp.fields_queue;",
+    )?;
+    writes.queued.set(false);
     Ok(())
 }
 
-/// Indexes a document just inserted under `rowid` (a load into an empty
-/// database), from its values in memory: the text `search_source` gives.
-pub(in crate::store) fn index_new(
+/// Indexes a document just inserted under `rowid` by a load into an empty
+/// database, and writes its fields, both at once (the rowids of a load only
+/// ascend).
+pub(in crate::store) fn load(
     conn: &Connection,
     rowid: i64,
     doc: &NewDocument,
     body_start: usize,
 ) -> Result<()> {
+    index_new(conn, rowid, doc, body_start)?;
+    fields::insert(conn, rowid, &fields::terms_of(doc.frontmatter.as_deref()))
+}
+
+/// Indexes a document just written under `rowid`, from its values in
+/// memory: the text `search_source` gives.
+fn index_new(conn: &Connection, rowid: i64, doc: &NewDocument, body_start: usize) -> Result<()> {
     let body = match doc.is_text {
         true => std::str::from_utf8(&doc.body[body_start..]).unwrap_or_default(),
         false => "",
@@ -150,55 +268,6 @@ pub(in crate::store) fn index_new(
     Ok(())
 }
 
-/// The `where` fields of the document stored under `rowid`.
-pub(in crate::store) fn insert_fields(
-    conn: &Connection,
-    rowid: i64,
-    frontmatter: Option<&str>,
-) -> Result<()> {
-    let Some(frontmatter) = frontmatter else {
-        return Ok(());
-    };
-    let mut insert =
-        conn.prepare_cached("INSERT OR IGNORE INTO fields (doc, name, value) VALUES (?1, ?2, ?3)")?;
-    for (name, value) in fields_of(frontmatter) {
-        insert.execute(rusqlite::params![rowid, name, value])?;
-    }
-    Ok(())
-}
-
-/// What `where` filters compare: every scalar top-level field of a
-/// frontmatter (JSON text), and every scalar item of a top-level list, as
-/// YAML text (`open`, `3`, `false`, `null`).
-pub(in crate::store) fn fields_of(frontmatter: &str) -> Vec<(String, String)> {
-    let Ok(serde_json::Value::Object(map)) = serde_json::from_str(frontmatter) else {
-        return Vec::new();
-    };
-    let mut fields = Vec::new();
-    for (name, value) in &map {
-        match value {
-            serde_json::Value::Array(items) => fields.extend(
-                items
-                    .iter()
-                    .filter_map(yaml_text)
-                    .map(|item| (name.clone(), item)),
-            ),
-            scalar => fields.extend(yaml_text(scalar).map(|text| (name.clone(), text))),
-        }
-    }
-    fields
-}
-
-fn yaml_text(value: &serde_json::Value) -> Option<String> {
-    match value {
-        serde_json::Value::String(s) => Some(s.clone()),
-        serde_json::Value::Number(n) => Some(n.to_string()),
-        serde_json::Value::Bool(b) => Some(b.to_string()),
-        serde_json::Value::Null => Some("null".to_string()),
-        serde_json::Value::Array(_) | serde_json::Value::Object(_) => None,
-    }
-}
-
 /// Where the Markdown of a document starts: past its frontmatter block, if
 /// it has one (`search_source` indexes the body from there).
 pub(in crate::store) fn body_start(body: &[u8]) -> usize {
@@ -208,12 +277,13 @@ pub(in crate::store) fn body_start(body: &[u8]) -> usize {
         .map_or(0, |(_, markdown)| body.len() - markdown.len())
 }
 
-/// Migration 0004's step in Rust: `body_start` and the fields of every
-/// stored document, then the index, from the stored rows alone.
+/// Migration 0004's step in Rust: `body_start` of every stored document,
+/// then the index, from the stored rows alone. (Their fields come with
+/// migration 0007's step.)
 pub(in crate::store) fn backfill(conn: &Connection) -> Result<()> {
     let mut starts = Vec::new();
     {
-        let mut stmt = conn.prepare("SELECT rowid, is_text, body, frontmatter FROM documents")?;
+        let mut stmt = conn.prepare("SELECT rowid, is_text, body FROM documents")?;
         let mut rows = stmt.query([])?;
         while let Some(row) = rows.next()? {
             let rowid: i64 = row.get(0)?;
@@ -223,7 +293,6 @@ pub(in crate::store) fn backfill(conn: &Connection) -> Result<()> {
                     starts.push((rowid, start as i64));
                 }
             }
-            insert_fields(conn, rowid, row.get_ref(3)?.as_str_or_null()?)?;
         }
     }
     let mut update = conn.prepare("UPDATE documents SET body_start = ?2 WHERE rowid = ?1")?;
@@ -231,23 +300,6 @@ pub(in crate::store) fn backfill(conn: &Connection) -> Result<()> {
         update.execute([rowid, start])?;
     }
     rebuild_index(conn)
-}
-
-/// The lookup index of `fields`, as migration 0004 creates it. A load into
-/// an empty database drops it first and builds it again at the end: one
-/// sort instead of half a million inserts at random places (4x faster).
-const FIELDS_LOOKUP: &str = "CREATE INDEX fields_lookup ON fields (name, value, doc)";
-
-/// Starts a load into an empty database.
-pub(in crate::store) fn begin_bulk(conn: &Connection) -> Result<()> {
-    conn.execute_batch("DROP INDEX IF EXISTS fields_lookup")?;
-    Ok(())
-}
-
-/// Ends a load into an empty database: the fields' lookup index.
-pub(in crate::store) fn commit_bulk(conn: &Connection) -> Result<()> {
-    conn.execute_batch(FIELDS_LOOKUP)?;
-    Ok(())
 }
 
 /// Builds the full-text index again from the stored rows.

@@ -1,10 +1,11 @@
 //! Full-text search in SQL: running a search page (ranked hits with snippets, or filters in key order) over the index that `indexing` keeps.
 
+mod fields;
 mod indexing;
 
+pub(super) use fields::fill as fill_fields;
 pub(super) use indexing::{
-    backfill, begin, begin_bulk, body_start, commit, commit_bulk, index, index_new, insert_fields,
-    remove_fields, unindex,
+    IndexWrites, backfill, begin, body_start, commit, index, load, remove_fields, stored, unindex,
 };
 
 use anyhow::Result;
@@ -119,18 +120,14 @@ fn filtered_docs(search: &Search) -> Option<(String, Vec<Value>)> {
     if search.filters.is_empty() {
         return None;
     }
-    let selects = vec!["SELECT doc FROM fields WHERE name = ? AND value = ?"; search.filters.len()];
-    let args = search
+    let pairs = search
         .filters
         .iter()
-        .flat_map(|filter| {
-            [
-                Value::from(filter.name.clone()),
-                Value::from(filter.value.clone()),
-            ]
-        })
-        .collect();
-    Some((selects.join(" INTERSECT "), args))
+        .map(|filter| (filter.name.as_str(), filter.value.as_str()));
+    Some((
+        "SELECT rowid FROM fields WHERE fields MATCH ?".to_string(),
+        vec![Value::from(fields::all_of(pairs))],
+    ))
 }
 
 /// [`filters`] on `d`, and a query's exclusions: the conditions of a
@@ -688,33 +685,117 @@ mod tests {
         );
     }
 
+    /// The keys of the documents whose row in `fields` has the pair
+    /// (`?` for a row without a document), and the number of rows.
+    fn with_pair(store: &Store, name: &str, value: &str) -> (Vec<String>, i64) {
+        let reader = store.reader().unwrap();
+        let keys = reader
+            .conn
+            .prepare(
+                "SELECT coalesce(d.prefix || '/' || d.id, '?')
+                 FROM fields f LEFT JOIN documents d ON d.rowid = f.rowid
+                 WHERE fields MATCH ?1 ORDER BY 1",
+            )
+            .unwrap()
+            .query_map([fields::all_of([(name, value)].into_iter())], |r| r.get(0))
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        let rows = reader
+            .conn
+            .query_row("SELECT count(*) FROM fields_docsize", [], |r| r.get(0))
+            .unwrap();
+        (keys, rows)
+    }
+
     #[test]
-    fn an_empty_load_keeps_the_fields_lookup_index() {
+    fn fields_hold_the_pairs_of_the_current_documents_and_no_other() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(&dir.path().join("db")).unwrap();
-        store
-            .begin_import("/p", false)
-            .unwrap()
-            .commit(false)
-            .unwrap();
+        let check = |pairs: &[(&str, &str, &[&str])], rows: i64| {
+            for (name, value, keys) in pairs {
+                assert_eq!(
+                    with_pair(&store, name, value),
+                    (keys.iter().map(|k| k.to_string()).collect(), rows),
+                    "{name}={value}"
+                );
+            }
+            store
+                .reader()
+                .unwrap()
+                .conn
+                .execute_batch("INSERT INTO fields (fields, rank) VALUES ('integrity-check', 0)")
+                .unwrap();
+        };
+        // A load rolled back leaves nothing for the next one.
         let tx = store.begin_import("/p", false).unwrap();
-        drop(tx); // rolled back: the index dropped at its start is back
-        let reader = store.reader().unwrap();
-        let indexes: i64 = reader
-            .conn
-            .query_row(
-                "SELECT count(*) FROM sqlite_schema WHERE name = 'fields_lookup'",
-                [],
-                |r| r.get(0),
-            )
+        tx.put(&doc("notes/gone", "G", Some(r#"{"k":"lost"}"#), b"x"))
             .unwrap();
-        assert_eq!(indexes, 1);
+        drop(tx);
         import(
             &store,
-            &[doc("notes/a", "A", Some(r#"{"k":"v"}"#), b"x")],
+            &[
+                doc(
+                    "notes/a",
+                    "A",
+                    Some(r#"{"k":"v","tags":["x","y","x"]}"#),
+                    b"a",
+                ),
+                doc("notes/b", "B", Some(r#"{"k":"w","n":3}"#), b"b"),
+                doc("notes/c", "C", None, b"c"),
+            ],
             &[],
         );
-        assert_eq!(keys(&store, "", None, &["k=v"]), ["notes/a"]);
+        check(
+            &[
+                ("k", "v", &["notes/a"]),
+                ("tags", "x", &["notes/a"]),
+                ("tags", "y", &["notes/a"]),
+                ("k", "w", &["notes/b"]),
+                ("n", "3", &["notes/b"]),
+                ("k", "lost", &[]),
+                ("K", "v", &[]),
+                ("k", "V", &[]),
+                ("tags", "x y", &[]),
+            ],
+            2,
+        );
+        // Replaced, removed (the last rowid, which SQLite gives again), new,
+        // and unchanged fields under a new body.
+        import(
+            &store,
+            &[
+                doc("notes/a", "A", Some(r#"{"k":"w","tags":["y"]}"#), b"a2"),
+                doc("notes/d", "D", Some(r#"{"n":4}"#), b"d"),
+            ],
+            &["notes/c", "notes/b"],
+        );
+        check(
+            &[
+                ("k", "v", &[]),
+                ("k", "w", &["notes/a"]),
+                ("tags", "x", &[]),
+                ("tags", "y", &["notes/a"]),
+                ("n", "3", &[]),
+                ("n", "4", &["notes/d"]),
+            ],
+            2,
+        );
+        import(
+            &store,
+            &[doc(
+                "notes/a",
+                "A",
+                Some(r#"{"k":"w","tags":["y"]}"#),
+                b"a3",
+            )],
+            &["notes/d"],
+        );
+        check(&[("k", "w", &["notes/a"]), ("n", "4", &[])], 1);
+        assert_eq!(keys(&store, "", None, &["k=w"]), ["notes/a"]);
+        assert_eq!(keys(&store, "", None, &["k=w", "tags=y"]), ["notes/a"]);
+        assert!(keys(&store, "", None, &["k=w", "tags=x"]).is_empty());
+        assert!(keys(&store, "", None, &["k=lost"]).is_empty());
     }
 
     #[test]
@@ -914,14 +995,28 @@ mod tests {
         assert_same_scores(&tx.conn, &queries[1..2]);
     }
 
-    fn segments(store: &Store) -> i64 {
+    /// The segments of the full-text index and of the fields' index, as
+    /// their structure records say (`_data` row 10: a 4-byte cookie, the
+    /// marker of version 2 when the table has one, then the number of levels
+    /// and of segments, as SQLite varints, one byte each here).
+    fn segments(store: &Store) -> [i64; 2] {
         let reader = store.reader().unwrap();
-        reader
-            .conn
-            .query_row("SELECT count(DISTINCT segid) FROM search_idx", [], |r| {
-                r.get(0)
-            })
-            .unwrap()
+        ["search_data", "fields_data"].map(|table| {
+            let record: Vec<u8> = reader
+                .conn
+                .query_row(
+                    &format!("SELECT block FROM {table} WHERE id = 10"),
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            let header = match record.get(4..8) == Some(&[0xff, 0x00, 0x00, 0x01]) {
+                true => &record[8..],
+                false => &record[4..],
+            };
+            assert!(header[0] < 0x80 && header[1] < 0x80, "{table}: {record:?}");
+            i64::from(header[1])
+        })
     }
 
     fn numbered(i: usize, revision: usize) -> NewDocument {
@@ -935,54 +1030,80 @@ mod tests {
         )
     }
 
-    /// A load into an empty database writes its index as one segment, a
-    /// later import its deletes and its inserts as one each. More would mean
-    /// that FTS5 wrote out its pending terms during the import: at a
-    /// statement that opened a statement journal, or at a rowid lower than
-    /// the last one written (see `ImportTx::put_new` and `search::begin`).
+    /// A load into an empty database writes each index as one segment, and so
+    /// does a later import whose changes come in rowid order (as they do
+    /// for documents loaded together: key order); one with changes out of
+    /// that order, two. More would mean that FTS5 wrote out its pending terms
+    /// during the import: at a statement that opened a statement journal,
+    /// or at a rowid lower than the last one written (see
+    /// `search::IndexWrites`).
     #[test]
     fn an_import_writes_its_index_changes_in_few_segments() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(&dir.path().join("db")).unwrap();
-        let write = |docs: Vec<NewDocument>, removed: &[&str]| {
+        // Each change: a document put, or the key of one removed.
+        let write = |changes: Vec<Result<NewDocument, &str>>| {
+            let before = segments(&store);
             let tx = store.begin_import("/p", false).unwrap();
-            for d in &docs {
-                tx.put(d).unwrap();
-                tx.record(crate::doc::ChangeKind::New, &d.key).unwrap();
-            }
-            for key in removed {
-                let (prefix, id) = key.split_once('/').unwrap();
-                tx.remove(&DocKey::new(Prefix::parse(prefix).unwrap(), id))
-                    .unwrap();
+            for change in &changes {
+                match change {
+                    Ok(d) => {
+                        tx.put(d).unwrap();
+                        tx.record(crate::doc::ChangeKind::New, &d.key).unwrap();
+                    }
+                    Err(key) => {
+                        let (prefix, id) = key.split_once('/').unwrap();
+                        let key = DocKey::new(Prefix::parse(prefix).unwrap(), id);
+                        tx.remove(&key).unwrap();
+                        tx.record(crate::doc::ChangeKind::Removed, &key).unwrap();
+                    }
+                }
             }
             tx.commit(true).unwrap();
+            integrity(&store);
+            let after = segments(&store);
+            [after[0] - before[0], after[1] - before[1]]
         };
         // A load into an empty database.
-        write((0..300).map(|i| numbered(i, 0)).collect(), &[]);
-        assert_eq!(segments(&store), 1);
-        integrity(&store);
-        // 60 documents replaced, 5 new ones, 5 removed.
-        let changed = (0..60)
-            .map(|i| numbered(i * 5, 1))
-            .chain((300..305).map(|i| numbered(i, 1)));
-        write(
-            changed.collect(),
-            &[
-                "notes/n001",
-                "notes/n002",
-                "notes/n003",
-                "notes/n004",
-                "notes/n006",
-            ],
+        assert_eq!(
+            write((0..300).map(|i| Ok(numbered(i, 0))).collect()),
+            [1, 1]
         );
-        assert!(segments(&store) <= 3, "{} segments", segments(&store));
-        integrity(&store);
+        // In key order: 60 documents replaced, 5 removed among them.
+        let removed = [
+            "notes/n001",
+            "notes/n002",
+            "notes/n003",
+            "notes/n004",
+            "notes/n006",
+        ];
+        let mut changes: Vec<_> = (0..60).map(|i| Ok(numbered(i * 5, 1))).collect();
+        changes.extend(removed.iter().map(|&key| Err(key)));
+        changes.sort_by_key(|c| match c {
+            Ok(d) => d.key.to_string(),
+            Err(key) => key.to_string(),
+        });
+        // (FTS5 may merge a segment that lost many rows: `deletemerge`.)
+        let [search, fields] = write(changes);
+        assert!(search == 1 && fields <= 1, "{search} and {fields} segments");
         assert_eq!(keys(&store, "word5", None, &[]), ["notes/n005"]);
-        assert_eq!(keys(&store, "rev1", None, &[]).len(), 65);
+        assert_eq!(keys(&store, "rev1", None, &[]).len(), 60);
         assert_eq!(keys(&store, "rev0", None, &[]).len(), 300 - 60 - 5);
         assert!(keys(&store, "word2", None, &[]).is_empty());
-        assert_eq!(keys(&store, "", None, &["rev=1"]).len(), 65);
-        assert_eq!(keys(&store, "", None, &["rev=0"]).len(), 235);
-        assert_eq!(keys(&store, "", None, &["tags=b"]).len(), 300);
+        // Out of rowid order: new documents (above every stored rowid)
+        // before replaced and removed ones, and a rowid going back.
+        let mut changes: Vec<_> = (300..305).map(|i| Ok(numbered(i, 2))).collect();
+        changes.extend([Ok(numbered(10, 2)), Ok(numbered(200, 2))]);
+        changes.extend([Err("notes/n007"), Ok(numbered(100, 2)), Err("notes/n008")]);
+        let [search, fields] = write(changes);
+        assert!(search <= 2 && fields <= 2, "{search} and {fields} segments");
+        assert_eq!(keys(&store, "rev2", None, &[]).len(), 8);
+        assert_eq!(keys(&store, "rev1", None, &[]).len(), 60 - 3);
+        assert!(keys(&store, "word7", None, &[]).is_empty());
+        assert_eq!(keys(&store, "word302", None, &[]), ["notes/n302"]);
+        assert_eq!(keys(&store, "", None, &["rev=2"]).len(), 8);
+        assert_eq!(keys(&store, "", None, &["rev=1"]).len(), 60 - 3);
+        assert_eq!(keys(&store, "", None, &["rev=0"]).len(), 300 - 60 - 5 - 2);
+        assert_eq!(keys(&store, "", None, &["tags=b"]).len(), 300 - 5 - 2 + 5);
     }
 }
