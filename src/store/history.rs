@@ -11,6 +11,7 @@
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OptionalExtension, params};
 
+use super::import_tx::StoredDoc;
 use super::{Reader, Store};
 use crate::doc::DocKey;
 
@@ -129,64 +130,45 @@ fn next_version(conn: &Connection, key: &DocKey) -> Result<i64> {
         .query_row(params![prefix, id], |r| r.get(0))?)
 }
 
-/// Keeps the stored document `key`'s current bytes in `bodies` (unless that
-/// body is there already, or its hash is `unless`): they are about to be
-/// overwritten or deleted. Returns the stored title, if the document exists.
-fn archive_current(
-    conn: &Connection,
-    key: &DocKey,
-    unless: Option<&[u8]>,
-) -> Result<Option<String>> {
-    let (prefix, id) = key_args(key);
-    let mut stmt = conn.prepare_cached(
-        "SELECT hash, title, EXISTS (SELECT 1 FROM bodies b WHERE b.hash = d.hash)
-         FROM documents d WHERE prefix = ?1 AND id = ?2",
-    )?;
-    let Some((hash, title, archived)) = stmt
-        .query_row(params![prefix, id], |r| {
-            Ok((
-                r.get::<_, Vec<u8>>(0)?,
-                r.get::<_, String>(1)?,
-                r.get::<_, bool>(2)?,
-            ))
-        })
-        .optional()?
-    else {
-        return Ok(None);
-    };
-    if archived || unless == Some(&hash[..]) {
-        return Ok(Some(title));
+/// Keeps the bytes of `old`, a stored document about to be overwritten or
+/// deleted, in `bodies`, unless that body is there already.
+fn archive(conn: &Connection, old: &StoredDoc) -> Result<()> {
+    let archived: bool = conn
+        .prepare_cached("SELECT EXISTS (SELECT 1 FROM bodies WHERE hash = ?1)")?
+        .query_row([&old.hash], |r| r.get(0))?;
+    if archived {
+        return Ok(());
     }
-    let body: Vec<u8> = conn
-        .prepare_cached("SELECT body FROM documents WHERE prefix = ?1 AND id = ?2")?
-        .query_row(params![prefix, id], |r| r.get(0))?;
-    let compressed = compress(&body).context("cannot compress a body")?;
+    let compressed = compress(&old.body).context("cannot compress a body")?;
     conn.prepare_cached("INSERT INTO bodies (hash, size, zstd) VALUES (?1, ?2, ?3)")?
-        .execute(params![hash, body.len() as i64, compressed])?;
-    Ok(Some(title))
+        .execute(params![old.hash, old.body.len() as i64, compressed])?;
+    Ok(())
 }
 
 /// Records a new version of `key` (new, or bytes changed), before the
-/// document row is written: the old bytes are kept first.
+/// document row is written: the bytes of `old`, the stored document it
+/// replaces, are kept first.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn record_put(
     conn: &Connection,
     key: &DocKey,
+    old: Option<&StoredDoc>,
     hash: &[u8; 32],
     size: u64,
     title: &str,
     is_text: bool,
     seq: i64,
 ) -> Result<()> {
-    let (prefix, id) = key_args(key);
-    let unchanged = conn
-        .prepare_cached("SELECT 1 FROM documents WHERE prefix = ?1 AND id = ?2 AND hash = ?3")?
-        .exists(params![prefix, id, &hash[..]])?;
-    if unchanged {
-        // The same bytes again (metadata only): not a new version.
-        return Ok(());
+    if let Some(old) = old {
+        if old.hash == hash {
+            // The same bytes again (metadata only): not a new version.
+            return Ok(());
+        }
+        archive(conn, old)?;
     }
-    archive_current(conn, key, Some(hash))?;
+    // A document that has no row may have versions: it was removed before.
     let number = next_version(conn, key)?;
+    let (prefix, id) = key_args(key);
     conn.prepare_cached(
         "INSERT INTO versions (prefix, id, version, hash, size, title, is_text, seq)
          VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -204,19 +186,23 @@ pub(super) fn record_put(
     Ok(())
 }
 
-/// Records the removal of `key`, before its row is deleted: its bytes are
-/// kept, and a version without a body says when it went.
-pub(super) fn record_remove(conn: &Connection, key: &DocKey, seq: i64) -> Result<()> {
-    let Some(title) = archive_current(conn, key, None)? else {
-        return Ok(());
-    };
+/// Records the removal of `key`, whose stored document is `old`, before its
+/// row is deleted: its bytes are kept, and a version without a body says
+/// when it went.
+pub(super) fn record_remove(
+    conn: &Connection,
+    key: &DocKey,
+    old: &StoredDoc,
+    seq: i64,
+) -> Result<()> {
+    archive(conn, old)?;
     let number = next_version(conn, key)?;
     let (prefix, id) = key_args(key);
     conn.prepare_cached(
         "INSERT INTO versions (prefix, id, version, hash, size, title, is_text, seq)
          VALUES (?1, ?2, ?3, NULL, 0, ?4, 0, ?5)",
     )?
-    .execute(params![prefix, id, number, title, seq])?;
+    .execute(params![prefix, id, number, old.title, seq])?;
     Ok(())
 }
 

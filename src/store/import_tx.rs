@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use r2d2::PooledConnection;
 use r2d2_sqlite::SqliteConnectionManager;
-use rusqlite::params;
+use rusqlite::{OptionalExtension, params};
 
 use super::feed::kind_code;
 use super::{FEED_IMPORTS, NewDocument, history, search};
@@ -21,6 +21,21 @@ pub struct ImportTx {
     /// and indexed as they come, see [`ImportTx::load`]).
     pub(super) index: Option<search::IndexWrites>,
     pub(super) finished: bool,
+}
+
+/// The stored row of a document that an import replaces or removes, read
+/// once, before it changes: the bytes its history keeps, and the values its
+/// index entries were made of.
+pub(super) struct StoredDoc {
+    pub(super) rowid: i64,
+    pub(super) hash: Vec<u8>,
+    pub(super) title: String,
+    pub(super) description: Option<String>,
+    pub(super) is_text: bool,
+    /// Where its Markdown starts, past the frontmatter.
+    pub(super) body_start: usize,
+    pub(super) frontmatter: Option<String>,
+    pub(super) body: Vec<u8>,
 }
 
 impl ImportTx {
@@ -55,12 +70,12 @@ impl ImportTx {
         let Some(index) = &self.index else {
             return self.load(doc);
         };
-        let old = search::stored(&self.conn, &doc.key)?;
+        let old = self.stored(&doc.key)?;
         let when = match &old {
-            Some(old) => Some(search::unindex(&self.conn, index, old)?),
+            Some(old) => Some(search::unindex(&self.conn, index, &doc.key, old)?),
             None => None,
         };
-        self.record_version(doc)?;
+        self.record_version(doc, old.as_ref())?;
         let body_start = search::body_start(&doc.body);
         let rowid = match &old {
             Some(old) => {
@@ -89,21 +104,47 @@ impl ImportTx {
         )
     }
 
+    /// The stored document with this key, if there is one, read once for
+    /// all that replacing or removing it needs.
+    fn stored(&self, key: &DocKey) -> Result<Option<StoredDoc>> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT rowid, hash, title, description, is_text, body_start, frontmatter, body
+                 FROM documents WHERE prefix = ?1 AND id = ?2",
+            )?
+            .query_row(params![key.prefix.as_str(), key.id], |r| {
+                Ok(StoredDoc {
+                    rowid: r.get(0)?,
+                    hash: r.get(1)?,
+                    title: r.get(2)?,
+                    description: r.get(3)?,
+                    is_text: r.get(4)?,
+                    body_start: r.get::<_, i64>(5)? as usize,
+                    frontmatter: r.get(6)?,
+                    body: r.get(7)?,
+                })
+            })
+            .optional()?)
+    }
+
     /// [`ImportTx::put`] into an empty database: no stored row to replace,
     /// and the document is indexed now, from memory (FTS5 keeps the terms
     /// in memory, up to `hashsize`, 16 MB, while the rowids ascend).
     fn load(&self, doc: &NewDocument) -> Result<()> {
-        self.record_version(doc)?;
+        self.record_version(doc, None)?;
         let body_start = search::body_start(&doc.body);
         let rowid = self.insert(doc, body_start)?;
         search::load(&self.conn, rowid, doc, body_start)
     }
 
-    /// Records `doc` as a new version, before its row is written.
-    fn record_version(&self, doc: &NewDocument) -> Result<()> {
+    /// Records `doc` as a new version of the stored document `old`, if
+    /// any, before its row is written.
+    fn record_version(&self, doc: &NewDocument, old: Option<&StoredDoc>) -> Result<()> {
         history::record_put(
             &self.conn,
             &doc.key,
+            old,
             &doc.stat.hash,
             doc.stat.size,
             &doc.title,
@@ -135,16 +176,17 @@ impl ImportTx {
     }
 
     pub fn remove(&self, key: &DocKey) -> Result<()> {
-        if let Some(index) = &self.index
-            && let Some(old) = search::stored(&self.conn, key)?
-        {
-            let when = search::unindex(&self.conn, index, &old)?;
+        let Some(old) = self.stored(key)? else {
+            return Ok(());
+        };
+        if let Some(index) = &self.index {
+            let when = search::unindex(&self.conn, index, key, &old)?;
             search::remove_fields(&self.conn, index, &old, when)?;
         }
-        history::record_remove(&self.conn, key, self.seq)?;
+        history::record_remove(&self.conn, key, &old, self.seq)?;
         self.conn
-            .prepare_cached("DELETE FROM documents WHERE prefix = ?1 AND id = ?2")?
-            .execute(params![key.prefix.as_str(), key.id])?;
+            .prepare_cached("DELETE FROM documents WHERE rowid = ?1")?
+            .execute([old.rowid])?;
         Ok(())
     }
 

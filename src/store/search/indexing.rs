@@ -5,19 +5,20 @@
 //! document from its values in memory, the text the view gives for the row
 //! it writes (FTS5's `integrity-check` compares the two in the tests), where
 //! FTS5 can take it in memory, and the rest through the view at the commit
-//! (see [`IndexWrites`]); a delete passes the old values, read through the
-//! view (FTS5 needs them; a delete by rowid alone corrupts an
-//! external-content index). The fields (`fields`, migration 0007) follow the
-//! same order.
+//! (see [`IndexWrites`]); a delete passes the old values, the text the view
+//! gives for the stored row (FTS5 needs them; a delete by rowid alone
+//! corrupts an external-content index). The fields (`fields`, migration
+//! 0007) follow the same order.
 
 use std::cell::Cell;
 
 use anyhow::Result;
-use rusqlite::{Connection, OptionalExtension};
+use rusqlite::Connection;
 
 use super::fields;
 use crate::doc::DocKey;
 use crate::store::NewDocument;
+use crate::store::import_tx::StoredDoc;
 
 /// An incremental import's writes to the two FTS5 indexes (`search` and
 /// `fields`): each straight to FTS5 when it can take it in memory, the
@@ -59,27 +60,6 @@ pub(in crate::store) fn begin(conn: &Connection) -> Result<IndexWrites> {
     })
 }
 
-/// A stored document about to be replaced or removed: its rowid and the
-/// terms of its `where` fields.
-pub(in crate::store) struct Stored {
-    pub(in crate::store) rowid: i64,
-    terms: String,
-}
-
-/// The stored document with this key, if there is one.
-pub(in crate::store) fn stored(conn: &Connection, key: &DocKey) -> Result<Option<Stored>> {
-    let row = conn
-        .prepare_cached("SELECT rowid, frontmatter FROM documents WHERE prefix = ?1 AND id = ?2")?
-        .query_row(rusqlite::params![key.prefix.as_str(), key.id], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, Option<String>>(1)?))
-        })
-        .optional()?;
-    Ok(row.map(|(rowid, frontmatter)| Stored {
-        rowid,
-        terms: fields::terms_of(frontmatter.as_deref()),
-    }))
-}
-
 /// When [`unindex`] took a document out of the index, and so when its new
 /// values and its fields are written.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -90,21 +70,29 @@ pub(in crate::store) enum When {
     AtCommit,
 }
 
-/// Takes `stored` out of the full-text index, before its row changes: FTS5
-/// needs the values it indexed, read here through `search_source`.
+/// Takes `old`, the stored document `key`, out of the full-text index,
+/// before its row changes. FTS5 needs the values it indexed: the text
+/// `search_source` gives for the stored row.
 pub(in crate::store) fn unindex(
     conn: &Connection,
     writes: &IndexWrites,
-    stored: &Stored,
+    key: &DocKey,
+    old: &StoredDoc,
 ) -> Result<When> {
-    let old = conn
-        .prepare_cached("SELECT key, title, description, body FROM search_source WHERE rowid = ?1")?
-        .query_row([stored.rowid], |r| {
-            Ok([r.get::<_, String>(0)?, r.get(1)?, r.get(2)?, r.get(3)?])
-        })?;
-    let (sql, when) = match stored.rowid > writes.written_up_to.get() {
+    let body = match old.is_text {
+        true => std::str::from_utf8(&old.body[old.body_start..])?,
+        false => "",
+    };
+    let values = rusqlite::params![
+        old.rowid,
+        key.to_string(),
+        old.title,
+        old.description.as_deref().unwrap_or_default(),
+        body
+    ];
+    let (sql, when) = match old.rowid > writes.written_up_to.get() {
         true => {
-            writes.written_up_to.set(stored.rowid);
+            writes.written_up_to.set(old.rowid);
             (
                 "INSERT INTO search (search, rowid, key, title, description, body)
                  VALUES ('delete', ?1, ?2, ?3, ?4, ?5)",
@@ -120,13 +108,7 @@ pub(in crate::store) fn unindex(
             )
         }
     };
-    conn.prepare_cached(sql)?.execute(rusqlite::params![
-        stored.rowid,
-        old[0],
-        old[1],
-        old[2],
-        old[3]
-    ])?;
+    conn.prepare_cached(sql)?.execute(values)?;
     Ok(when)
 }
 
@@ -140,10 +122,10 @@ pub(in crate::store) fn index(
     rowid: i64,
     doc: &NewDocument,
     body_start: usize,
-    old: Option<(&Stored, When)>,
+    old: Option<(&StoredDoc, When)>,
 ) -> Result<()> {
     let when = old.map_or(When::AtCommit, |(_, when)| when);
-    let old_terms = old.map_or("", |(stored, _)| stored.terms.as_str());
+    let old_terms = fields::terms_of(old.and_then(|(old, _)| old.frontmatter.as_deref()));
     let new_terms = fields::terms_of(doc.frontmatter.as_deref());
     match when {
         When::Now => index_new(conn, rowid, doc, body_start)?,
@@ -154,20 +136,21 @@ pub(in crate::store) fn index(
         }
     }
     if old_terms != new_terms {
-        write_fields(conn, writes, rowid, old_terms, &new_terms, when)?;
+        write_fields(conn, writes, rowid, &old_terms, &new_terms, when)?;
     }
     Ok(())
 }
 
-/// Removes the fields of `stored`, a document being removed and unindexed
-/// `when`.
+/// Removes the fields of `old`, a stored document being removed and
+/// unindexed `when`.
 pub(in crate::store) fn remove_fields(
     conn: &Connection,
     writes: &IndexWrites,
-    stored: &Stored,
+    old: &StoredDoc,
     when: When,
 ) -> Result<()> {
-    write_fields(conn, writes, stored.rowid, &stored.terms, "", when)
+    let terms = fields::terms_of(old.frontmatter.as_deref());
+    write_fields(conn, writes, old.rowid, &terms, "", when)
 }
 
 /// Replaces the fields' row under `rowid`, `old` by `new` (empty: none).

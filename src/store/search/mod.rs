@@ -5,7 +5,7 @@ mod indexing;
 
 pub(super) use fields::fill as fill_fields;
 pub(super) use indexing::{
-    IndexWrites, backfill, begin, body_start, commit, index, load, remove_fields, stored, unindex,
+    IndexWrites, backfill, begin, body_start, commit, index, load, remove_fields, unindex,
 };
 
 use anyhow::Result;
