@@ -41,26 +41,39 @@ pub async fn serve_stdio(store: Option<Store>, config: Config) -> Result<()> {
     .await
 }
 
-/// Completes on SIGTERM or Ctrl-C.
-pub async fn shutdown_signal() {
+/// Registers for SIGTERM and SIGINT (Ctrl-C) now, and returns a future that
+/// completes when either comes. Now, not at the future's first poll: a
+/// server answers requests before it first waits for a signal, and a SIGTERM
+/// before the registration would kill it by the default action (an exit
+/// status of "signal 15", and no checkpoint to remove the WAL). Must be
+/// called within the runtime.
+pub fn shutdown_signal() -> impl Future<Output = ()> {
     #[cfg(unix)]
     {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => {
-                tokio::select! {
-                    _ = term.recv() => {}
-                    _ = tokio::signal::ctrl_c() => {}
+        use tokio::signal::unix::{Signal, SignalKind, signal};
+        async fn next(signal: Option<Signal>) {
+            match signal {
+                Some(mut signal) => {
+                    signal.recv().await;
                 }
+                // Not registered: this one never comes.
+                None => std::future::pending().await,
             }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+        }
+        let term = signal(SignalKind::terminate()).ok();
+        let interrupt = signal(SignalKind::interrupt()).ok();
+        async move {
+            tokio::select! {
+                _ = next(term) => {}
+                _ = next(interrupt) => {}
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
