@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OptionalExtension, params};
 
 use super::import_tx::StoredDoc;
-use super::{Reader, Store};
+use super::{NewDocument, Reader, Store};
 use crate::doc::DocKey;
 
 /// The zstd level of stored bodies. On the bench's documents (1,000 of
@@ -145,20 +145,16 @@ fn archive(conn: &Connection, old: &StoredDoc) -> Result<()> {
     Ok(())
 }
 
-/// Records a new version of `key` (new, or bytes changed), before the
-/// document row is written: the bytes of `old`, the stored document it
-/// replaces, are kept first.
-#[allow(clippy::too_many_arguments)]
+/// Records `doc` as a new version of its document (new, or its bytes
+/// changed), before the document row is written: the bytes of `old`, the
+/// stored document it replaces, are kept first.
 pub(super) fn record_put(
     conn: &Connection,
-    key: &DocKey,
+    doc: &NewDocument,
     old: Option<&StoredDoc>,
-    hash: &[u8; 32],
-    size: u64,
-    title: &str,
-    is_text: bool,
     seq: i64,
 ) -> Result<()> {
+    let (key, hash) = (&doc.key, &doc.stat.hash);
     if let Some(old) = old {
         if old.hash == hash {
             // The same bytes again (metadata only): not a new version.
@@ -178,9 +174,9 @@ pub(super) fn record_put(
         id,
         number,
         &hash[..],
-        size as i64,
-        title,
-        is_text,
+        doc.stat.size as i64,
+        doc.title,
+        doc.is_text,
         seq
     ])?;
     Ok(())

@@ -141,16 +141,7 @@ impl ImportTx {
     /// Records `doc` as a new version of the stored document `old`, if
     /// any, before its row is written.
     fn record_version(&self, doc: &NewDocument, old: Option<&StoredDoc>) -> Result<()> {
-        history::record_put(
-            &self.conn,
-            &doc.key,
-            old,
-            &doc.stat.hash,
-            doc.stat.size,
-            &doc.title,
-            doc.is_text,
-            self.seq,
-        )
+        history::record_put(&self.conn, doc, old, self.seq)
     }
 
     /// Inserts the row of a document that has none; returns its rowid.

@@ -12,7 +12,7 @@
 
 use std::cell::Cell;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use rusqlite::Connection;
 
 use super::fields;
@@ -80,7 +80,12 @@ pub(in crate::store) fn unindex(
     old: &StoredDoc,
 ) -> Result<When> {
     let body = match old.is_text {
-        true => std::str::from_utf8(&old.body[old.body_start..])?,
+        // What the view gives: the text past `body_start`.
+        true => old
+            .body
+            .get(old.body_start..)
+            .and_then(|text| std::str::from_utf8(text).ok())
+            .with_context(|| format!("{key}: the stored text is not what it was indexed from"))?,
         false => "",
     };
     let values = rusqlite::params![
