@@ -6,6 +6,11 @@
 //! exact comparison of the value's text, whatever its length, case or
 //! characters, and two different pairs share a term with a chance of about
 //! 2^-128.
+//!
+//! An import compares a replaced document's terms, computed from its stored
+//! frontmatter, with its new ones, and writes its row only when they differ.
+//! So a change to what counts as a pair (`fields_of`) or to `pair_term` needs
+//! a migration that fills `fields` again, as 0007's step does.
 
 use std::collections::BTreeSet;
 
