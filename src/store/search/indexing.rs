@@ -79,15 +79,8 @@ pub(in crate::store) fn unindex(
     key: &DocKey,
     old: &StoredDoc,
 ) -> Result<When> {
-    let body = match old.is_text {
-        // What the view gives: the text past `body_start`.
-        true => old
-            .body
-            .get(old.body_start..)
-            .and_then(|text| std::str::from_utf8(text).ok())
-            .with_context(|| format!("{key}: the stored text is not what it was indexed from"))?,
-        false => "",
-    };
+    let body = source_body(old.is_text, &old.body, old.body_start)
+        .with_context(|| format!("{key}: the stored text is not what it was indexed from"))?;
     let values = rusqlite::params![
         old.rowid,
         key.to_string(),
@@ -239,10 +232,7 @@ pub(in crate::store) fn load(
 /// Indexes a document just written under `rowid`, from its values in
 /// memory: the text `search_source` gives.
 fn index_new(conn: &Connection, rowid: i64, doc: &NewDocument, body_start: usize) -> Result<()> {
-    let body = match doc.is_text {
-        true => std::str::from_utf8(&doc.body[body_start..]).unwrap_or_default(),
-        false => "",
-    };
+    let body = source_body(doc.is_text, &doc.body, body_start).unwrap_or_default();
     conn.prepare_cached(
         "INSERT INTO search (rowid, key, title, description, body) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
@@ -254,6 +244,18 @@ fn index_new(conn: &Connection, rowid: i64, doc: &NewDocument, body_start: usize
         body
     ])?;
     Ok(())
+}
+
+/// The body `search_source` gives for a row: a text document's Markdown
+/// past `body_start`, nothing for a binary one. `None` when the bytes there
+/// are not text (a row the view could not have given).
+fn source_body(is_text: bool, body: &[u8], body_start: usize) -> Option<&str> {
+    match is_text {
+        true => body
+            .get(body_start..)
+            .and_then(|text| std::str::from_utf8(text).ok()),
+        false => Some(""),
+    }
 }
 
 /// Where the Markdown of a document starts: past its frontmatter block, if
