@@ -79,15 +79,16 @@ pub(super) fn read_candidate(
             Some(format!("not UTF-8 ({e}): imported as binary")),
         ),
     };
-    let doc = NewDocument {
-        title: clip(extracted.title.unwrap_or_else(|| candidate.key.id.clone())),
-        description: extracted.description.map(clip),
-        frontmatter: extracted.frontmatter.map(|v| v.to_string()),
-        key: candidate.key,
+    let title = clip(extracted.title.unwrap_or_else(|| candidate.key.id.clone()));
+    let doc = NewDocument::new(
+        candidate.key,
         stat,
         is_text,
+        title,
+        extracted.description.map(clip),
+        extracted.frontmatter.map(|v| v.to_string()),
         body,
-    };
+    );
     Outcome::Put {
         doc: Box::new(doc),
         updated,

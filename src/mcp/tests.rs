@@ -15,19 +15,19 @@ fn store_with(docs: &[(Prefix, &str, &[u8])]) -> (tempfile::TempDir, Store) {
     let store = Store::open_or_create(&dir.path().join("o.db")).unwrap();
     let tx = store.begin_import("/project", false).unwrap();
     for (prefix, id, body) in docs {
-        tx.put(&NewDocument {
-            key: DocKey::new(*prefix, *id),
-            stat: FileStat {
+        tx.put(&NewDocument::new(
+            DocKey::new(*prefix, *id),
+            FileStat {
                 size: body.len() as u64,
                 mtime_ns: 1_767_225_600_000_000_000, // 2026-01-01T00:00:00Z
                 hash: *blake3::hash(body).as_bytes(),
             },
-            is_text: std::str::from_utf8(body).is_ok(),
-            title: format!("Title of {id}"),
-            description: (*prefix == Prefix::Features).then(|| format!("About {id}")),
-            frontmatter: None,
-            body: body.to_vec(),
-        })
+            std::str::from_utf8(body).is_ok(),
+            format!("Title of {id}"),
+            (*prefix == Prefix::Features).then(|| format!("About {id}")),
+            None,
+            body.to_vec(),
+        ))
         .unwrap();
     }
     tx.commit(true).unwrap();

@@ -293,19 +293,19 @@ mod tests {
         let tx = store.begin_import("/project", false).unwrap();
         for (prefix, id) in ids {
             let body = format!("# {id}\n");
-            tx.put(&NewDocument {
-                key: DocKey::new(Prefix::parse(prefix).unwrap(), *id),
-                stat: FileStat {
+            tx.put(&NewDocument::new(
+                DocKey::new(Prefix::parse(prefix).unwrap(), *id),
+                FileStat {
                     size: body.len() as u64,
                     mtime_ns: 1,
                     hash: *blake3::hash(body.as_bytes()).as_bytes(),
                 },
-                is_text: true,
-                title: id.to_string(),
-                description: None,
-                frontmatter: None,
-                body: body.into_bytes(),
-            })
+                true,
+                id.to_string(),
+                None,
+                None,
+                body.into_bytes(),
+            ))
             .unwrap();
         }
         tx.commit(true).unwrap();

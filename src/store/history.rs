@@ -458,19 +458,19 @@ mod tests {
             let key = DocKey::new(Prefix::Notes, *id);
             match body {
                 Some(body) => tx
-                    .put(&NewDocument {
+                    .put(&NewDocument::new(
                         key,
-                        stat: FileStat {
+                        FileStat {
                             size: body.len() as u64,
                             mtime_ns: 1,
                             hash: *blake3::hash(body.as_bytes()).as_bytes(),
                         },
-                        is_text: true,
-                        title: body.lines().next().unwrap_or_default().to_string(),
-                        description: None,
-                        frontmatter: None,
-                        body: body.as_bytes().to_vec(),
-                    })
+                        true,
+                        body.lines().next().unwrap_or_default().to_string(),
+                        None,
+                        None,
+                        body.as_bytes().to_vec(),
+                    ))
                     .unwrap(),
                 None => tx.remove(&key).unwrap(),
             }

@@ -76,7 +76,6 @@ impl ImportTx {
             None => None,
         };
         self.record_version(doc, old.as_ref())?;
-        let body_start = search::body_start(&doc.body);
         let rowid = match &old {
             Some(old) => {
                 let mut stmt = self.conn.prepare_cached(
@@ -85,23 +84,16 @@ impl ImportTx {
                         description = ?8, frontmatter = ?9, seq = ?10, body = ?11, body_start = ?12
                      WHERE rowid = ?13 AND prefix = ?1 AND id = ?2",
                 )?;
-                bind_document(&mut stmt, doc, self.seq, body_start)?;
+                bind_document(&mut stmt, doc, self.seq)?;
                 stmt.raw_bind_parameter(13, old.rowid)?;
                 if stmt.raw_execute()? != 1 {
                     anyhow::bail!("{}: the stored row changed under the import", doc.key);
                 }
                 old.rowid
             }
-            None => self.insert(doc, body_start)?,
+            None => self.insert(doc)?,
         };
-        search::index(
-            &self.conn,
-            index,
-            rowid,
-            doc,
-            body_start,
-            old.as_ref().zip(when),
-        )
+        search::index(&self.conn, index, rowid, doc, old.as_ref().zip(when))
     }
 
     /// The stored document with this key, if there is one, read once for
@@ -133,9 +125,8 @@ impl ImportTx {
     /// in memory, up to `hashsize`, 16 MB, while the rowids ascend).
     fn load(&self, doc: &NewDocument) -> Result<()> {
         self.record_version(doc, None)?;
-        let body_start = search::body_start(&doc.body);
-        let rowid = self.insert(doc, body_start)?;
-        search::load(&self.conn, rowid, doc, body_start)
+        let rowid = self.insert(doc)?;
+        search::load(&self.conn, rowid, doc)
     }
 
     /// Records `doc` as a new version of the stored document `old`, if
@@ -145,14 +136,14 @@ impl ImportTx {
     }
 
     /// Inserts the row of a document that has none; returns its rowid.
-    fn insert(&self, doc: &NewDocument, body_start: usize) -> Result<i64> {
+    fn insert(&self, doc: &NewDocument) -> Result<i64> {
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO documents
                 (prefix, id, size, mtime_ns, hash, is_text, title, description, frontmatter, seq, body,
                  body_start)
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         )?;
-        bind_document(&mut stmt, doc, self.seq, body_start)?;
+        bind_document(&mut stmt, doc, self.seq)?;
         stmt.raw_execute()?;
         Ok(self.conn.last_insert_rowid())
     }
@@ -230,7 +221,6 @@ fn bind_document(
     stmt: &mut rusqlite::Statement<'_>,
     doc: &NewDocument,
     seq: i64,
-    body_start: usize,
 ) -> rusqlite::Result<()> {
     stmt.raw_bind_parameter(1, doc.key.prefix.as_str())?;
     stmt.raw_bind_parameter(2, &doc.key.id)?;
@@ -243,7 +233,7 @@ fn bind_document(
     stmt.raw_bind_parameter(9, &doc.frontmatter)?;
     stmt.raw_bind_parameter(10, seq)?;
     stmt.raw_bind_parameter(11, &doc.body)?;
-    stmt.raw_bind_parameter(12, body_start as i64)
+    stmt.raw_bind_parameter(12, doc.body_start as i64)
 }
 
 impl Drop for ImportTx {

@@ -132,7 +132,9 @@ pub struct FileStat {
     pub hash: [u8; 32],
 }
 
-/// A document as import writes it.
+/// A document as import writes it, with what its index entries are made of
+/// computed once, by [`NewDocument::new`], on the thread that read the file
+/// (import's one writer is its bottleneck).
 #[derive(Debug, Clone)]
 pub struct NewDocument {
     pub key: DocKey,
@@ -142,6 +144,34 @@ pub struct NewDocument {
     pub description: Option<String>,
     pub frontmatter: Option<String>,
     pub body: Vec<u8>,
+    /// Where its Markdown starts, past the frontmatter (`search::body_start`).
+    body_start: usize,
+    /// Its row in the fields' index (`fields::terms_of`).
+    field_terms: String,
+}
+
+impl NewDocument {
+    pub fn new(
+        key: DocKey,
+        stat: FileStat,
+        is_text: bool,
+        title: String,
+        description: Option<String>,
+        frontmatter: Option<String>,
+        body: Vec<u8>,
+    ) -> NewDocument {
+        NewDocument {
+            body_start: search::body_start(&body),
+            field_terms: search::field_terms(frontmatter.as_deref()),
+            key,
+            stat,
+            is_text,
+            title,
+            description,
+            frontmatter,
+            body,
+        }
+    }
 }
 
 /// A pool of connections to one database file.
@@ -579,19 +609,19 @@ mod tests {
     }
 
     fn doc(prefix: Prefix, id: &str, body: &str) -> NewDocument {
-        NewDocument {
-            key: DocKey::new(prefix, id),
-            stat: FileStat {
+        NewDocument::new(
+            DocKey::new(prefix, id),
+            FileStat {
                 size: body.len() as u64,
                 mtime_ns: 1,
                 hash: *blake3::hash(body.as_bytes()).as_bytes(),
             },
-            is_text: true,
-            title: id.to_string(),
-            description: None,
-            frontmatter: None,
-            body: body.as_bytes().to_vec(),
-        }
+            true,
+            id.to_string(),
+            None,
+            None,
+            body.as_bytes().to_vec(),
+        )
     }
 
     #[test]

@@ -119,22 +119,21 @@ pub(in crate::store) fn index(
     writes: &IndexWrites,
     rowid: i64,
     doc: &NewDocument,
-    body_start: usize,
     old: Option<(&StoredDoc, When)>,
 ) -> Result<()> {
     let when = old.map_or(When::AtCommit, |(_, when)| when);
     let old_terms = fields::terms_of(old.and_then(|(old, _)| old.frontmatter.as_deref()));
-    let new_terms = fields::terms_of(doc.frontmatter.as_deref());
+    let new_terms = &doc.field_terms;
     match when {
-        When::Now => index_new(conn, rowid, doc, body_start)?,
+        When::Now => index_new(conn, rowid, doc)?,
         When::AtCommit => {
             conn.prepare_cached("INSERT OR IGNORE INTO temp.search_new (rowid) VALUES (?1)")?
                 .execute([rowid])?;
             writes.queued.set(true);
         }
     }
-    if old_terms != new_terms {
-        write_fields(conn, writes, rowid, &old_terms, &new_terms, when)?;
+    if old_terms != *new_terms {
+        write_fields(conn, writes, rowid, &old_terms, new_terms, when)?;
     }
     Ok(())
 }
@@ -219,20 +218,15 @@ pub(in crate::store) fn commit(conn: &Connection, writes: &IndexWrites) -> Resul
 /// Indexes a document just inserted under `rowid` by a load into an empty
 /// database, and writes its fields, both at once (the rowids of a load only
 /// ascend).
-pub(in crate::store) fn load(
-    conn: &Connection,
-    rowid: i64,
-    doc: &NewDocument,
-    body_start: usize,
-) -> Result<()> {
-    index_new(conn, rowid, doc, body_start)?;
-    fields::insert(conn, rowid, &fields::terms_of(doc.frontmatter.as_deref()))
+pub(in crate::store) fn load(conn: &Connection, rowid: i64, doc: &NewDocument) -> Result<()> {
+    index_new(conn, rowid, doc)?;
+    fields::insert(conn, rowid, &doc.field_terms)
 }
 
 /// Indexes a document just written under `rowid`, from its values in
 /// memory: the text `search_source` gives.
-fn index_new(conn: &Connection, rowid: i64, doc: &NewDocument, body_start: usize) -> Result<()> {
-    let body = source_body(doc.is_text, &doc.body, body_start).unwrap_or_default();
+fn index_new(conn: &Connection, rowid: i64, doc: &NewDocument) -> Result<()> {
+    let body = source_body(doc.is_text, &doc.body, doc.body_start).unwrap_or_default();
     conn.prepare_cached(
         "INSERT INTO search (rowid, key, title, description, body) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?

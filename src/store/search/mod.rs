@@ -3,7 +3,7 @@
 mod fields;
 mod indexing;
 
-pub(super) use fields::fill as fill_fields;
+pub(super) use fields::{fill as fill_fields, terms_of as field_terms};
 pub(super) use indexing::{
     IndexWrites, backfill, begin, body_start, commit, index, load, remove_fields, unindex,
 };
@@ -489,19 +489,19 @@ mod tests {
 
     fn doc(key: &str, title: &str, frontmatter: Option<&str>, body: &[u8]) -> NewDocument {
         let (prefix, id) = key.split_once('/').unwrap();
-        NewDocument {
-            key: DocKey::new(Prefix::parse(prefix).unwrap(), id),
-            stat: FileStat {
+        NewDocument::new(
+            DocKey::new(Prefix::parse(prefix).unwrap(), id),
+            FileStat {
                 size: body.len() as u64,
                 mtime_ns: 1,
                 hash: *blake3::hash(body).as_bytes(),
             },
-            is_text: std::str::from_utf8(body).is_ok(),
-            title: title.to_string(),
-            description: None,
-            frontmatter: frontmatter.map(str::to_string),
-            body: body.to_vec(),
-        }
+            std::str::from_utf8(body).is_ok(),
+            title.to_string(),
+            None,
+            frontmatter.map(str::to_string),
+            body.to_vec(),
+        )
     }
 
     fn import(store: &Store, docs: &[NewDocument], removed: &[&str]) {

@@ -353,19 +353,19 @@ impl Server {
             (Prefix::Docs, "bin", b"\xff\xfe raw"),
         ];
         for (prefix, id, body) in docs {
-            tx.put(&NewDocument {
-                key: DocKey::new(prefix, id),
-                stat: FileStat {
+            tx.put(&NewDocument::new(
+                DocKey::new(prefix, id),
+                FileStat {
                     size: body.len() as u64,
                     mtime_ns: 1_767_225_600_000_000_000,
                     hash: *blake3::hash(body).as_bytes(),
                 },
-                is_text: std::str::from_utf8(body).is_ok(),
-                title: format!("Title of {id}"),
-                description: None,
-                frontmatter: None,
-                body: body.to_vec(),
-            })
+                std::str::from_utf8(body).is_ok(),
+                format!("Title of {id}"),
+                None,
+                None,
+                body.to_vec(),
+            ))
             .unwrap();
         }
         tx.commit(true).unwrap();

@@ -196,19 +196,19 @@ impl Fixture {
         let mut docs = Vec::new();
         for (prefix, id, title, description, frontmatter, body) in DOCS {
             let key = DocKey::new(prefix, id);
-            tx.put(&NewDocument {
-                key: key.clone(),
-                stat: FileStat {
+            tx.put(&NewDocument::new(
+                key.clone(),
+                FileStat {
                     size: body.len() as u64,
                     mtime_ns: 1_767_225_600_000_000_000,
                     hash: *blake3::hash(body).as_bytes(),
                 },
-                is_text: std::str::from_utf8(body).is_ok(),
-                title: title.to_owned(),
-                description: description.map(str::to_owned),
-                frontmatter: frontmatter.map(str::to_owned),
-                body: body.to_vec(),
-            })
+                std::str::from_utf8(body).is_ok(),
+                title.to_owned(),
+                description.map(str::to_owned),
+                frontmatter.map(str::to_owned),
+                body.to_vec(),
+            ))
             .unwrap();
             docs.push(Stored {
                 key,
