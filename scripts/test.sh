@@ -18,11 +18,22 @@ if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends chromium chromium-driver >/dev/null
 fi
 
+# The PostgreSQL store's tests run against a throwaway PostgreSQL 15 cluster
+# that pg_virtualenv (Debian's postgresql-common) starts in a temporary folder
+# on a free port for the duration of `cargo test`, and removes after.
+if ! command -v pg_virtualenv >/dev/null || [ ! -x /usr/lib/postgresql/15/bin/initdb ]; then
+  echo "==> installing postgresql-15 and postgresql-common (for the PostgreSQL store's tests)"
+  SUDO=""
+  if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends postgresql-15 postgresql-common >/dev/null
+fi
+
 echo "==> cargo build --release --locked"
 cargo build --release --locked
 
-echo "==> cargo test --locked"
-cargo test --locked
+echo "==> cargo test --locked (beside a throwaway PostgreSQL 15: pg_virtualenv)"
+pg_virtualenv -v 15 cargo test --locked
 
 echo "==> interop: Python client (mcp)"
 if [ ! -x "$INTEROP/.venv/bin/python" ]; then

@@ -183,7 +183,7 @@ fn init_logging() {
 fn run_import(args: ImportArgs) -> Result<()> {
     let opts = import::Options {
         dir: args.dir.clone(),
-        db: args.db.path(),
+        db: args.db.path()?,
         dry_run: args.dry_run,
         replace: args.replace,
         max_file_size: args.max_file_size,
@@ -237,7 +237,7 @@ fn run_prune(args: &PruneArgs) -> Result<()> {
         keep: args.keep,
         keep_since_ms,
     };
-    let report = Store::open_existing(&args.db.path())?.prune(&rules, args.dry_run)?;
+    let report = Store::open_existing(&args.db.path()?)?.prune(&rules, args.dry_run)?;
     let mut out = std::io::stdout().lock();
     if args.json {
         let json = PruneJson {
@@ -306,7 +306,7 @@ fn folder_to_watch(args: &ServeArgs, db: &Path, db_given: bool) -> Result<Option
 }
 
 fn run_serve(args: ServeArgs, db_given: bool) -> Result<()> {
-    let path = args.db.path();
+    let path = args.db.path()?;
     let watched = folder_to_watch(&args, &path, db_given)?;
     if let Some(dir) = watched.as_ref() {
         let opts = watch::import_options(dir.clone(), path.clone());

@@ -261,7 +261,7 @@ fn next_command(args: &LsArgs, under: Option<&Under>, last: &DocKey, db_given: b
         words.push(format!("--limit {}", args.limit));
     }
     if db_given {
-        let db = args.db.path();
+        let db = args.db.file();
         words.push(format!("--db {}", out::shell_word(&db.to_string_lossy())));
     }
     let after = match under {

@@ -15,6 +15,7 @@ use anyhow::{Result, anyhow, bail};
 use clap::Args;
 
 use orchestra::doc::{DocKey, Prefix, is_valid_id};
+use orchestra::store::postgres::{PgEnv, PgTarget};
 use orchestra::store::{Reader, Store, Version};
 use orchestra::uri;
 
@@ -26,7 +27,24 @@ pub struct DbArg {
 }
 
 impl DbArg {
-    pub fn path(&self) -> PathBuf {
+    /// The database file. A PostgreSQL URL is refused with a message that
+    /// names the database without its password (the PostgreSQL store can
+    /// connect and migrate, but reads and imports on it are still to come),
+    /// rather than taken for a file name.
+    pub fn path(&self) -> Result<PathBuf> {
+        if let Some(url) = self.db.as_deref().and_then(|db| db.to_str())
+            && PgTarget::is_url(url)
+        {
+            let target = PgTarget::resolve(url, None, &PgEnv::process())?;
+            bail!(
+                "--db {target}: PostgreSQL databases are not supported by this version yet; use a SQLite file"
+            );
+        }
+        Ok(self.file())
+    }
+
+    /// The file `--db` names, or the default one.
+    pub fn file(&self) -> PathBuf {
         self.db
             .clone()
             .unwrap_or_else(|| PathBuf::from(".orchestra").join("orchestra.db"))
@@ -36,7 +54,7 @@ impl DbArg {
 /// A reader of the database, opened read-only: it works while a server
 /// serves and an import writes, and never migrates or creates anything.
 pub fn open(db: &DbArg) -> Result<Reader> {
-    Store::open_read_only(&db.path())?.reader()
+    Store::open_read_only(&db.path()?)?.reader()
 }
 
 /// The document `text` names: its `orchestra://` URI (any spelling

@@ -8,7 +8,7 @@
 //! instead of failing at once.
 //!
 //! # Compatibility
-//! The schema lives in `migrations/NNNN_name.sql`, applied in order when the
+//! The schema lives in `migrations/sqlite/NNNN_name.sql`, applied in order when the
 //! database opens and recorded in `PRAGMA user_version`. Never remove, reorder
 //! or edit a migration; add a new one. A database written by a newer orchestra
 //! (a higher `user_version`) is refused rather than misread.
@@ -22,6 +22,7 @@ mod browse;
 mod feed;
 mod history;
 mod import_tx;
+pub mod postgres;
 mod rank;
 mod scan;
 mod search;
@@ -53,31 +54,31 @@ struct Migration {
 /// The schema, one migration per entry, in order. Append only.
 const MIGRATIONS: &[Migration] = &[
     Migration {
-        sql: include_str!("../../migrations/0001_documents.sql"),
+        sql: include_str!("../../migrations/sqlite/0001_documents.sql"),
         then: None,
     },
     Migration {
-        sql: include_str!("../../migrations/0002_changes.sql"),
+        sql: include_str!("../../migrations/sqlite/0002_changes.sql"),
         then: None,
     },
     Migration {
-        sql: include_str!("../../migrations/0003_listing_index.sql"),
+        sql: include_str!("../../migrations/sqlite/0003_listing_index.sql"),
         then: None,
     },
     Migration {
-        sql: include_str!("../../migrations/0004_search.sql"),
+        sql: include_str!("../../migrations/sqlite/0004_search.sql"),
         then: Some(search::backfill),
     },
     Migration {
-        sql: include_str!("../../migrations/0005_imports.sql"),
+        sql: include_str!("../../migrations/sqlite/0005_imports.sql"),
         then: None,
     },
     Migration {
-        sql: include_str!("../../migrations/0006_history.sql"),
+        sql: include_str!("../../migrations/sqlite/0006_history.sql"),
         then: None,
     },
     Migration {
-        sql: include_str!("../../migrations/0007_fields_index.sql"),
+        sql: include_str!("../../migrations/sqlite/0007_fields_index.sql"),
         then: Some(search::fill_fields),
     },
 ];

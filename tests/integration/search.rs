@@ -181,7 +181,7 @@ fn database_before_search(p: &Project, docs: usize) {
     ] {
         let sql = std::fs::read_to_string(
             Path::new(env!("CARGO_MANIFEST_DIR"))
-                .join("migrations")
+                .join("migrations/sqlite")
                 .join(migration),
         )
         .unwrap();

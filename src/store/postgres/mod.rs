@@ -1,0 +1,142 @@
+//! The PostgreSQL store, for a team's shared backlog: connecting (`target`), the connection pool, and the schema (`migrations/postgres/`, applied once however many servers start together).
+//!
+//! The first part of issue 13. What comes next is the same interface as
+//! the SQLite store (reads, the import, the feed) on this pool; until then
+//! the commands refuse a PostgreSQL `--db` with a message that says so.
+//!
+//! # Compatibility
+//! The migrations have the numbers and names of `migrations/sqlite/` (a
+//! test checks it), are applied in order in one transaction under an
+//! advisory lock, and are recorded in the one-row table `orchestra_schema`
+//! (PostgreSQL has no `user_version`). A database with a newer schema than
+//! this orchestra knows is refused, as on SQLite.
+
+mod target;
+
+pub use target::{PgEnv, PgTarget};
+
+use anyhow::{Context, Result, bail};
+use postgres::{Client, NoTls};
+use r2d2::Pool;
+use r2d2_postgres::PostgresConnectionManager;
+
+/// The schema, one migration per entry, in order. Append only.
+const MIGRATIONS: &[&str] = &[
+    include_str!("../../../migrations/postgres/0001_documents.sql"),
+    include_str!("../../../migrations/postgres/0002_changes.sql"),
+    include_str!("../../../migrations/postgres/0003_listing_index.sql"),
+    include_str!("../../../migrations/postgres/0004_search.sql"),
+    include_str!("../../../migrations/postgres/0005_imports.sql"),
+    include_str!("../../../migrations/postgres/0006_history.sql"),
+    include_str!("../../../migrations/postgres/0007_fields_index.sql"),
+];
+
+/// The advisory lock under which a server migrates: others wait, then
+/// find the schema current.
+const MIGRATION_LOCK: i64 = 0x6f72_6368_6573_7472; // "orchestr"
+
+/// Connections per server, as for SQLite.
+const POOL_SIZE: u32 = super::POOL_SIZE;
+
+/// A pool of connections to one PostgreSQL database.
+#[derive(Clone)]
+pub struct PgStore {
+    pool: Pool<PostgresConnectionManager<NoTls>>,
+    target: PgTarget,
+}
+
+impl PgStore {
+    /// Connects to `target` and brings its schema up to date. A failure to
+    /// connect is reported at once, with the server's reason.
+    pub fn open(target: PgTarget) -> Result<PgStore> {
+        let mut client = connect(&target)?;
+        migrate(&mut client).with_context(|| format!("cannot migrate {target}"))?;
+        drop(client);
+        let manager = PostgresConnectionManager::new(target.config().clone(), NoTls);
+        let pool = Pool::builder()
+            .max_size(POOL_SIZE)
+            .min_idle(Some(1))
+            .build_unchecked(manager);
+        Ok(PgStore { pool, target })
+    }
+
+    pub fn target(&self) -> &PgTarget {
+        &self.target
+    }
+
+    /// The schema version recorded in the database.
+    pub fn schema_version(&self) -> Result<usize> {
+        let mut conn = self
+            .pool
+            .get()
+            .with_context(|| format!("no connection to {}", self.target))?;
+        schema_version(&mut conn)
+    }
+}
+
+/// One connection to `target`, outside any pool.
+pub fn connect(target: &PgTarget) -> Result<Client> {
+    target
+        .config()
+        .connect(NoTls)
+        .with_context(|| format!("cannot connect to {target}"))
+}
+
+/// The version recorded by [`migrate`]; 0 for a database it never touched.
+fn schema_version(client: &mut Client) -> Result<usize> {
+    let exists: bool = client
+        .query_one("SELECT to_regclass('orchestra_schema') IS NOT NULL", &[])?
+        .get(0);
+    if !exists {
+        return Ok(0);
+    }
+    let version: Option<i32> = client
+        .query_opt("SELECT version FROM orchestra_schema", &[])?
+        .map(|row| row.get(0));
+    Ok(version.unwrap_or(0) as usize)
+}
+
+/// Applies the migrations the database lacks, in one transaction, under
+/// the advisory lock (servers that start together migrate once).
+fn migrate(client: &mut Client) -> Result<()> {
+    let mut tx = client.transaction()?;
+    tx.execute("SELECT pg_advisory_xact_lock($1)", &[&MIGRATION_LOCK])?;
+    tx.batch_execute(
+        "CREATE TABLE IF NOT EXISTS orchestra_schema (
+             singleton integer PRIMARY KEY CHECK (singleton = 1),
+             version integer NOT NULL
+         )",
+    )?;
+    let version: usize = tx
+        .query_opt("SELECT version FROM orchestra_schema", &[])?
+        .map_or(0, |row| row.get::<_, i32>(0) as usize);
+    if version > MIGRATIONS.len() {
+        bail!(
+            "schema version {version} is newer than this orchestra knows ({}): upgrade orchestra",
+            MIGRATIONS.len()
+        );
+    }
+    if version == MIGRATIONS.len() {
+        return Ok(());
+    }
+    if version > 0 {
+        tracing::info!(
+            "upgrading the database schema from version {version} to {}",
+            MIGRATIONS.len()
+        );
+    }
+    for (number, sql) in MIGRATIONS.iter().enumerate().skip(version) {
+        tx.batch_execute(sql)
+            .with_context(|| format!("migration {:04} failed", number + 1))?;
+    }
+    tx.execute(
+        "INSERT INTO orchestra_schema (singleton, version) VALUES (1, $1)
+         ON CONFLICT (singleton) DO UPDATE SET version = excluded.version",
+        &[&(MIGRATIONS.len() as i32)],
+    )?;
+    tx.commit()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
