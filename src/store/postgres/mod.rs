@@ -12,13 +12,15 @@
 //! this orchestra knows is refused, as on SQLite.
 
 mod target;
+mod tls;
 
 pub use target::{PgEnv, PgTarget};
 
 use anyhow::{Context, Result, bail};
-use postgres::{Client, NoTls};
+use postgres::Client;
 use r2d2::Pool;
 use r2d2_postgres::PostgresConnectionManager;
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 /// The schema, one migration per entry, in order. Append only.
 const MIGRATIONS: &[&str] = &[
@@ -41,7 +43,7 @@ const POOL_SIZE: u32 = super::POOL_SIZE;
 /// A pool of connections to one PostgreSQL database.
 #[derive(Clone)]
 pub struct PgStore {
-    pool: Pool<PostgresConnectionManager<NoTls>>,
+    pool: Pool<PostgresConnectionManager<MakeRustlsConnect>>,
     target: PgTarget,
 }
 
@@ -52,7 +54,7 @@ impl PgStore {
         let mut client = connect(&target)?;
         migrate(&mut client).with_context(|| format!("cannot migrate {target}"))?;
         drop(client);
-        let manager = PostgresConnectionManager::new(target.config().clone(), NoTls);
+        let manager = PostgresConnectionManager::new(target.config().clone(), tls::connector());
         let pool = Pool::builder()
             .max_size(POOL_SIZE)
             .min_idle(Some(1))
@@ -78,7 +80,7 @@ impl PgStore {
 pub fn connect(target: &PgTarget) -> Result<Client> {
     target
         .config()
-        .connect(NoTls)
+        .connect(tls::connector())
         .with_context(|| format!("cannot connect to {target}"))
 }
 

@@ -212,3 +212,29 @@ fn a_wrong_password_is_a_clear_error_that_never_shows_it() {
     assert!(!message.contains("not-the-password-7731"), "{message}");
     assert!(!format!("{err:?}").contains("not-the-password-7731"));
 }
+
+#[test]
+fn sslmode_says_whether_the_connection_is_encrypted() {
+    let db = TestDatabase::new();
+    // pg_virtualenv's server offers TLS (Debian's self-signed certificate).
+    for (mode, encrypted) in [("disable", false), ("prefer", true), ("require", true)] {
+        let url = format!(
+            "postgres://{}@{}:{}/{}?sslmode={mode}",
+            std::env::var("PGUSER").unwrap_or_else(|_| "postgres".into()),
+            std::env::var("PGHOST").unwrap(),
+            std::env::var("PGPORT").unwrap_or_else(|_| "5432".into()),
+            db.name
+        );
+        let target = PgTarget::resolve(&url, None, &PgEnv::process()).unwrap();
+        let store = PgStore::open(target).unwrap();
+        let mut conn = store.pool.get().unwrap();
+        let ssl: bool = conn
+            .query_one(
+                "SELECT ssl FROM pg_stat_ssl WHERE pid = pg_backend_pid()",
+                &[],
+            )
+            .unwrap()
+            .get(0);
+        assert_eq!(ssl, encrypted, "sslmode={mode}");
+    }
+}
