@@ -7,7 +7,9 @@ CREATE TABLE changes (
     prefix text COLLATE "C" NOT NULL,
     id text COLLATE "C" NOT NULL,
     -- 1 new, 2 updated, 3 removed
-    kind smallint NOT NULL
+    kind smallint NOT NULL,
+    -- The order of an import's rows (SQLite's rowid).
+    ord bigint GENERATED ALWAYS AS IDENTITY
 );
 
 CREATE INDEX changes_seq ON changes (seq);

@@ -30,7 +30,7 @@ thread_local! {
         const { std::cell::RefCell::new(None) };
 }
 
-fn compress(body: &[u8]) -> Result<Vec<u8>> {
+pub(super) fn compress(body: &[u8]) -> Result<Vec<u8>> {
     COMPRESSOR.with(|cell| {
         let mut slot = cell.borrow_mut();
         let compressor = match slot.as_mut() {

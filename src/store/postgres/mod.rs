@@ -11,9 +11,13 @@
 //! (PostgreSQL has no `user_version`). A database with a newer schema than
 //! this orchestra knows is refused, as on SQLite.
 
+mod import_tx;
+mod reader;
 mod target;
 mod tls;
 
+pub use import_tx::{FEED_CHANNEL, PgImportTx};
+pub use reader::PgReader;
 pub use target::{PgEnv, PgTarget};
 
 use anyhow::{Context, Result, bail};

@@ -3,6 +3,8 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::*;
+use crate::doc::{ChangeKind, DocKey, Prefix};
+use crate::store::{FileStat, NewDocument};
 
 /// A database made for one test on the server the `PG*` variables name,
 /// dropped with it.
@@ -237,4 +239,384 @@ fn sslmode_says_whether_the_connection_is_encrypted() {
             .get(0);
         assert_eq!(ssl, encrypted, "sslmode={mode}");
     }
+}
+
+/// A document as import would make it from `body`.
+fn doc(
+    key: &str,
+    title: &str,
+    frontmatter: Option<&str>,
+    body: &[u8],
+    mtime_ns: i64,
+) -> NewDocument {
+    let (prefix, id) = key.split_once('/').unwrap();
+    NewDocument::new(
+        DocKey::new(Prefix::parse(prefix).unwrap(), id),
+        FileStat {
+            size: body.len() as u64,
+            mtime_ns,
+            hash: *blake3::hash(body).as_bytes(),
+        },
+        std::str::from_utf8(body).is_ok(),
+        title.to_string(),
+        frontmatter.map(|_| "A description".to_string()),
+        frontmatter.map(str::to_string),
+        body.to_vec(),
+    )
+}
+
+/// What one import does, on either backend.
+enum Step {
+    Put(NewDocument),
+    Touch(&'static str, i64),
+    Remove(&'static str),
+}
+
+fn key_of(text: &str) -> DocKey {
+    let (prefix, id) = text.split_once('/').unwrap();
+    DocKey::new(Prefix::parse(prefix).unwrap(), id)
+}
+
+/// Three imports: a load, changes (new, changed, unchanged bytes with a new
+/// mtime, removed, a revert), and one that changes nothing.
+fn imports() -> Vec<Vec<Step>> {
+    let big = "x".repeat(5000);
+    vec![
+        vec![
+            Step::Put(doc(
+                "features/FEAT-001",
+                "Offline",
+                Some(r#"{"status":"open","tags":["sync","offline"]}"#),
+                b"---\nstatus: open\n---\n# Offline\n",
+                1,
+            )),
+            Step::Put(doc("features/FEAT-002", "Photos", None, b"# Photos\n", 1)),
+            Step::Put(doc("features/FEAT-010", "Board", None, big.as_bytes(), 1)),
+            Step::Put(doc("notes/B", "Upper", None, b"# B", 1)),
+            Step::Put(doc("notes/a", "Lower", None, b"# a", 1)),
+            Step::Put(doc("notes/_", "Underscore", None, b"# _", 1)),
+            Step::Put(doc(
+                "notes/caf\u{e9} notes",
+                "Caf\u{e9}",
+                None,
+                "# Caf\u{e9}\0 nul".as_bytes(),
+                1,
+            )),
+            Step::Put(doc("notes/blob", "blob", None, b"\xff\xfe\x00 binary", 1)),
+            Step::Put(doc("docs/adr/0001", "ADR 1", None, b"# ADR 1", 1)),
+            Step::Put(doc("docs/adr/0002", "ADR 2", None, b"# ADR 2", 1)),
+            Step::Put(doc("docs/guide", "Guide", None, b"# Guide", 1)),
+        ],
+        vec![
+            Step::Put(doc(
+                "features/FEAT-001",
+                "Offline v2",
+                Some(r#"{"status":"done"}"#),
+                b"---\nstatus: done\n---\n# Offline v2\n",
+                2,
+            )),
+            Step::Put(doc("features/FEAT-003", "New", None, b"# New", 2)),
+            Step::Touch("notes/a", 5),
+            Step::Remove("docs/adr/0002"),
+            Step::Put(doc("docs/guide", "Guide", None, b"# Guide, edited", 2)),
+        ],
+        vec![Step::Put(doc("docs/guide", "Guide", None, b"# Guide", 3))],
+        vec![],
+    ]
+}
+
+/// Everything a server answers from `Reader`, as text, for comparing the
+/// two backends: pages of 3, every point read with a large and a small
+/// limit, completions, counts, the feed.
+macro_rules! answers {
+    ($reader:expr) => {{
+        let reader = $reader;
+        let mut out = Vec::new();
+        let mut after: Option<DocKey> = None;
+        loop {
+            let page = reader.page(after.as_ref(), 3).unwrap();
+            out.push(format!("page after {after:?}: {page:?}"));
+            match page.last() {
+                Some(last) => after = Some(last.key.clone()),
+                None => break,
+            }
+        }
+        let keys = [
+            "features/FEAT-001",
+            "features/FEAT-003",
+            "features/FEAT-010",
+            "notes/a",
+            "notes/B",
+            "notes/blob",
+            "notes/caf\u{e9} notes",
+            "docs/adr/0002",
+            "docs/guide",
+            "docs/nope",
+        ];
+        for key in keys {
+            let key = key_of(key);
+            out.push(format!(
+                "get {key}: {:?}",
+                reader.get(&key, 1 << 20).unwrap()
+            ));
+            out.push(format!(
+                "get {key} small: {:?}",
+                reader.get(&key, 10).unwrap()
+            ));
+            out.push(format!("exists {key}: {:?}", reader.exists(&key).unwrap()));
+        }
+        for (prefix, typed) in [
+            (Prefix::Notes, ""),
+            (Prefix::Notes, "a"),
+            (Prefix::Notes, "caf\u{e9}"),
+            (Prefix::Features, "FEAT-0"),
+            (Prefix::Docs, "adr/"),
+            (Prefix::Docs, "zzz"),
+        ] {
+            out.push(format!(
+                "complete {prefix:?} {typed:?}: {:?}",
+                reader.complete_ids(prefix, typed, 2).unwrap()
+            ));
+        }
+        out.push(format!(
+            "count {} seq {}",
+            reader.count().unwrap(),
+            reader.seq().unwrap()
+        ));
+        for after in [0, 1, 2, 5] {
+            out.push(format!(
+                "changes after {after}: {:?}",
+                reader.changes_after(after).unwrap()
+            ));
+        }
+        out
+    }};
+}
+
+#[test]
+fn both_backends_give_the_same_answers_for_the_same_imports() {
+    let db = TestDatabase::new();
+    let pg = PgStore::open(db.target.clone()).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite_path = dir.path().join("o.db");
+    let sqlite = crate::store::Store::open_or_create(&sqlite_path).unwrap();
+    for (n, steps) in imports().into_iter().enumerate() {
+        let changed = !steps.is_empty();
+        let lite = sqlite.begin_import("/p", false).unwrap();
+        let mut post = pg.begin_import("/p", false).unwrap();
+        assert_eq!(lite.seq(), post.seq());
+        assert_eq!(lite.starts_empty(), post.starts_empty());
+        for step in &steps {
+            match step {
+                Step::Put(doc) => {
+                    let kind = match sqlite.reader().unwrap().exists(&doc.key).unwrap() {
+                        true => ChangeKind::Updated,
+                        false => ChangeKind::New,
+                    };
+                    lite.put(doc).unwrap();
+                    lite.record(kind, &doc.key).unwrap();
+                    post.put(doc).unwrap();
+                    post.record(kind, &doc.key).unwrap();
+                }
+                Step::Touch(key, mtime) => {
+                    lite.touch(&key_of(key), *mtime).unwrap();
+                    post.touch(&key_of(key), *mtime).unwrap();
+                }
+                Step::Remove(key) => {
+                    lite.remove(&key_of(key)).unwrap();
+                    lite.record(ChangeKind::Removed, &key_of(key)).unwrap();
+                    post.remove(&key_of(key)).unwrap();
+                    post.record(ChangeKind::Removed, &key_of(key)).unwrap();
+                }
+            }
+        }
+        lite.commit(changed).unwrap();
+        post.commit(changed).unwrap();
+        let (expected, got) = (
+            answers!(sqlite.reader().unwrap()),
+            answers!(pg.reader().unwrap()),
+        );
+        for (e, g) in expected.iter().zip(&got) {
+            assert_eq!(e, g, "after import {}", n + 1);
+        }
+        assert_eq!(expected.len(), got.len());
+        assert_eq!(
+            sqlite_history(&sqlite_path),
+            pg_history(&db.target),
+            "after import {}",
+            n + 1
+        );
+    }
+}
+
+/// The versions and the kept bodies' hashes, as text.
+fn sqlite_history(path: &std::path::Path) -> Vec<String> {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    let mut rows: Vec<String> = conn
+        .prepare(
+            "SELECT prefix, id, version, lower(hex(hash)), size, title, is_text, seq FROM versions
+             ORDER BY prefix, id, version",
+        )
+        .unwrap()
+        .query_map([], |r| {
+            Ok(format!(
+                "{} {} {} {:?} {} {} {} {}",
+                r.get::<_, String>(0)?,
+                r.get::<_, String>(1)?,
+                r.get::<_, i64>(2)?,
+                r.get::<_, Option<String>>(3)?.filter(|h| !h.is_empty()),
+                r.get::<_, i64>(4)?,
+                r.get::<_, String>(5)?,
+                r.get::<_, bool>(6)?,
+                r.get::<_, i64>(7)?
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let mut bodies: Vec<String> = conn
+        .prepare("SELECT lower(hex(hash)), size FROM bodies ORDER BY hash")
+        .unwrap()
+        .query_map([], |r| {
+            Ok(format!(
+                "body {} {}",
+                r.get::<_, String>(0)?,
+                r.get::<_, i64>(1)?
+            ))
+        })
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    rows.append(&mut bodies);
+    rows
+}
+
+fn pg_history(target: &PgTarget) -> Vec<String> {
+    let mut client = connect(target).unwrap();
+    let mut rows: Vec<String> = client
+        .query(
+            "SELECT prefix, id, version, encode(hash, 'hex'), size, title, is_text, seq FROM versions
+             ORDER BY prefix, id, version",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| {
+            format!(
+                "{} {} {} {:?} {} {} {} {}",
+                r.get::<_, String>(0),
+                r.get::<_, String>(1),
+                r.get::<_, i32>(2),
+                r.get::<_, Option<String>>(3),
+                r.get::<_, i64>(4),
+                r.get::<_, String>(5),
+                r.get::<_, bool>(6),
+                r.get::<_, i64>(7)
+            )
+        })
+        .collect();
+    let mut bodies: Vec<String> = client
+        .query(
+            "SELECT encode(hash, 'hex'), size FROM bodies ORDER BY hash",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| format!("body {} {}", r.get::<_, String>(0), r.get::<_, i64>(1)))
+        .collect();
+    rows.append(&mut bodies);
+    rows
+}
+
+#[test]
+fn an_import_dropped_before_its_commit_leaves_the_database_as_it_was() {
+    let db = TestDatabase::new();
+    let pg = PgStore::open(db.target.clone()).unwrap();
+    let mut tx = pg.begin_import("/p", false).unwrap();
+    tx.put(&doc("notes/a", "A", None, b"# A", 1)).unwrap();
+    tx.record(ChangeKind::New, &key_of("notes/a")).unwrap();
+    drop(tx);
+    let reader = pg.reader().unwrap();
+    assert_eq!((reader.count().unwrap(), reader.seq().unwrap()), (0, 0));
+    assert_eq!(pg_history(&db.target), Vec::<String>::new());
+    // And the project was not recorded: another one may import.
+    pg.begin_import("/q", false).unwrap().commit(false).unwrap();
+}
+
+#[test]
+fn imports_serialize_and_each_commit_notifies_its_sequence() {
+    let db = TestDatabase::new();
+    let pg = PgStore::open(db.target.clone()).unwrap();
+    let mut listener = connect(&db.target).unwrap();
+    listener
+        .batch_execute(&format!("LISTEN {FEED_CHANNEL}"))
+        .unwrap();
+    let mut first = pg.begin_import("/p", false).unwrap();
+    first.put(&doc("notes/a", "A", None, b"# A", 1)).unwrap();
+    first.record(ChangeKind::New, &key_of("notes/a")).unwrap();
+    let (began, second) = std::sync::mpsc::channel();
+    let waiting = {
+        let pg = pg.clone();
+        std::thread::spawn(move || {
+            let mut tx = pg.begin_import("/p", false).unwrap();
+            began.send(tx.seq()).unwrap();
+            tx.put(&doc("notes/b", "B", None, b"# B", 1)).unwrap();
+            tx.record(ChangeKind::New, &key_of("notes/b")).unwrap();
+            tx.commit(true).unwrap();
+        })
+    };
+    // The second import waits for the first to end.
+    assert!(
+        second
+            .recv_timeout(std::time::Duration::from_millis(500))
+            .is_err()
+    );
+    assert_eq!(
+        listener.notifications().len(),
+        0,
+        "nothing is announced before a commit"
+    );
+    first.commit(true).unwrap();
+    assert_eq!(second.recv().unwrap(), 2);
+    waiting.join().unwrap();
+    let mut heard = Vec::new();
+    {
+        use postgres::fallible_iterator::FallibleIterator;
+        let mut notifications = listener.notifications();
+        let mut arriving = notifications.timeout_iter(std::time::Duration::from_secs(5));
+        while heard.len() < 2
+            && let Some(notification) = arriving.next().unwrap()
+        {
+            heard.push(notification.payload().to_string());
+        }
+    }
+    assert_eq!(heard, ["1", "2"]);
+    let batch = pg.reader().unwrap().changes_after(0).unwrap();
+    assert_eq!(
+        (batch.seq, batch.changes),
+        (
+            2,
+            vec![
+                (ChangeKind::New, key_of("notes/a")),
+                (ChangeKind::New, key_of("notes/b"))
+            ]
+        )
+    );
+}
+
+#[test]
+fn a_database_holding_another_project_is_refused_unless_replaced() {
+    let db = TestDatabase::new();
+    let pg = PgStore::open(db.target.clone()).unwrap();
+    pg.begin_import("/p", false).unwrap().commit(false).unwrap();
+    let err = pg.begin_import("/q", false).err().expect("refused");
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the database {} holds the project /p, not /q (pass --replace to replace it)",
+            db.target
+        )
+    );
+    let tx = pg.begin_import("/q", true).unwrap();
+    assert!(tx.replaces());
 }

@@ -1,0 +1,347 @@
+//! The one write transaction of an import on PostgreSQL: documents, their versions, their search vector and `where` terms, and the feed rows, committed together, then announced to every server (NOTIFY).
+//!
+//! The same rules as the SQLite `ImportTx`, method for method: a document
+//! whose bytes changed gets a new version and its old bytes are kept once
+//! per hash (zstd); a removal is a version without bytes; the feed rows go
+//! under the import's sequence number. Imports of one database serialize
+//! on an advisory lock taken when the transaction begins and held to its
+//! end, so sequence order is commit order.
+
+use anyhow::{Context, Result, bail};
+use postgres::Client;
+use r2d2::PooledConnection;
+use r2d2_postgres::PostgresConnectionManager;
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use super::PgStore;
+use crate::doc::{ChangeKind, DocKey};
+use crate::store::feed::kind_code;
+use crate::store::{FEED_IMPORTS, NewDocument, history};
+
+/// The advisory lock an import holds from its start to its commit.
+const IMPORT_LOCK: i64 = 0x6f72_6368_696d_706f; // "orchimpo"
+
+/// The channel on which a commit announces its sequence number.
+pub const FEED_CHANNEL: &str = "orchestra_feed";
+
+/// The largest part of a body that goes into its search vector: PostgreSQL
+/// refuses a `tsvector` over 1 MB, and a body's first 256 KB make one well
+/// under it.
+const MAX_INDEXED_BODY: usize = 256 * 1024;
+
+/// The one transaction of an import. Dropped without [`PgImportTx::commit`],
+/// it rolls back and the database is exactly as before.
+pub struct PgImportTx {
+    conn: PooledConnection<PostgresConnectionManager<MakeRustlsConnect>>,
+    seq: i64,
+    replaced: bool,
+    starts_empty: bool,
+    finished: bool,
+}
+
+/// The stored document an import replaces or removes, read once.
+struct Stored {
+    hash: Vec<u8>,
+    size: i64,
+    body: Vec<u8>,
+    title: String,
+}
+
+impl PgStore {
+    /// Starts the one transaction of an import of the project at `root`,
+    /// after any import already running on this database has ended. A
+    /// database that holds another project is refused unless `replace`.
+    pub fn begin_import(&self, root: &str, replace: bool) -> Result<PgImportTx> {
+        let mut conn = self
+            .pool
+            .get()
+            .with_context(|| format!("no connection to {}", self.target))?;
+        conn.batch_execute("BEGIN")?;
+        let mut tx = PgImportTx {
+            conn,
+            seq: 0,
+            replaced: false,
+            starts_empty: false,
+            finished: false,
+        };
+        tx.conn
+            .execute("SELECT pg_advisory_xact_lock($1)", &[&IMPORT_LOCK])?;
+        let current = tx
+            .conn
+            .query_opt("SELECT root, seq FROM project", &[])?
+            .map(|row| (row.get::<_, String>(0), row.get::<_, i64>(1)));
+        let seq = match current {
+            None => {
+                tx.conn.execute(
+                    "INSERT INTO project (singleton, root) VALUES (1, $1)",
+                    &[&root],
+                )?;
+                0
+            }
+            Some((stored, seq)) if stored == root => seq,
+            Some((_, seq)) if replace => {
+                tx.conn.execute("UPDATE project SET root = $1", &[&root])?;
+                tx.replaced = true;
+                seq
+            }
+            Some((stored, _)) => bail!(
+                "the database {} holds the project {stored}, not {root} (pass --replace to replace it)",
+                self.target
+            ),
+        };
+        tx.starts_empty = !tx
+            .conn
+            .query_one("SELECT EXISTS (SELECT 1 FROM documents)", &[])?
+            .get::<_, bool>(0);
+        tx.seq = seq + 1;
+        Ok(tx)
+    }
+}
+
+impl PgImportTx {
+    /// The sequence number this import's changes are recorded under.
+    pub fn seq(&self) -> i64 {
+        self.seq
+    }
+
+    /// The database held another project, which this import replaces.
+    pub fn replaces(&self) -> bool {
+        self.replaced
+    }
+
+    /// The database held no document when the import began.
+    pub fn starts_empty(&self) -> bool {
+        self.starts_empty
+    }
+
+    fn client(&mut self) -> &mut Client {
+        &mut self.conn
+    }
+
+    /// The stored document with this key, if there is one.
+    fn stored(&mut self, key: &DocKey) -> Result<Option<Stored>> {
+        Ok(self
+            .client()
+            .query_opt(
+                "SELECT hash, size, body, title FROM documents WHERE prefix = $1 AND id = $2",
+                &[&key.prefix.as_str(), &key.id],
+            )?
+            .map(|row| Stored {
+                hash: row.get(0),
+                size: row.get(1),
+                body: row.get(2),
+                title: row.get(3),
+            }))
+    }
+
+    /// The number the next version of `key` gets.
+    fn next_version(&mut self, key: &DocKey) -> Result<i32> {
+        Ok(self
+            .client()
+            .query_one(
+                "SELECT coalesce(max(version), 0) + 1 FROM versions WHERE prefix = $1 AND id = $2",
+                &[&key.prefix.as_str(), &key.id],
+            )?
+            .get(0))
+    }
+
+    /// Keeps the bytes of `old` in `bodies`, unless that body is there.
+    fn archive(&mut self, old: &Stored) -> Result<()> {
+        let compressed = history::compress(&old.body).context("cannot compress a body")?;
+        self.client().execute(
+            "INSERT INTO bodies (hash, size, zstd) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING",
+            &[&old.hash, &old.size, &compressed],
+        )?;
+        Ok(())
+    }
+
+    /// Inserts a document or replaces the stored one with the same key.
+    pub fn put(&mut self, doc: &NewDocument) -> Result<()> {
+        let key = &doc.key;
+        let old = self.stored(key)?;
+        let same_bytes = old
+            .as_ref()
+            .is_some_and(|old| old.hash == doc.stat.hash.as_slice());
+        if !same_bytes {
+            if let Some(old) = &old {
+                self.archive(old)?;
+            }
+            let number = self.next_version(key)?;
+            let seq = self.seq;
+            self.client().execute(
+                "INSERT INTO versions (prefix, id, version, hash, size, title, is_text, seq)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                &[
+                    &key.prefix.as_str(),
+                    &key.id,
+                    &number,
+                    &&doc.stat.hash[..],
+                    &(doc.stat.size as i64),
+                    &text(&doc.title),
+                    &doc.is_text,
+                    &seq,
+                ],
+            )?;
+        }
+        let indexed = indexed_body(doc);
+        let fields: Vec<&str> = doc
+            .field_terms
+            .split(' ')
+            .filter(|t| !t.is_empty())
+            .collect();
+        let sql = match old {
+            Some(_) => {
+                "UPDATE documents SET
+                     size = $3, mtime_ns = $4, hash = $5, is_text = $6, title = $7,
+                     description = $8, frontmatter = $9, seq = $10, body = $11, body_start = $12,
+                     search = setweight(to_tsvector('orchestra', $1 || '/' || $2), 'A')
+                         || setweight(to_tsvector('orchestra', $7), 'A')
+                         || setweight(to_tsvector('orchestra', coalesce($8, '')), 'B')
+                         || setweight(to_tsvector('orchestra', $13), 'D'),
+                     fields = $14
+                 WHERE prefix = $1 AND id = $2"
+            }
+            None => {
+                "INSERT INTO documents
+                     (prefix, id, size, mtime_ns, hash, is_text, title, description, frontmatter,
+                      seq, body, body_start, search, fields)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
+                     setweight(to_tsvector('orchestra', $1 || '/' || $2), 'A')
+                         || setweight(to_tsvector('orchestra', $7), 'A')
+                         || setweight(to_tsvector('orchestra', coalesce($8, '')), 'B')
+                         || setweight(to_tsvector('orchestra', $13), 'D'),
+                     $14)"
+            }
+        };
+        let seq = self.seq;
+        self.client()
+            .execute(
+                sql,
+                &[
+                    &key.prefix.as_str(),
+                    &key.id,
+                    &(doc.stat.size as i64),
+                    &doc.stat.mtime_ns,
+                    &&doc.stat.hash[..],
+                    &doc.is_text,
+                    &text(&doc.title),
+                    &doc.description.as_deref().map(text),
+                    &doc.frontmatter,
+                    &seq,
+                    &doc.body,
+                    &(doc.body_start as i32),
+                    &indexed,
+                    &fields,
+                ],
+            )
+            .with_context(|| format!("cannot write {key}"))?;
+        Ok(())
+    }
+
+    /// Records a new mtime for a document whose bytes did not change.
+    pub fn touch(&mut self, key: &DocKey, mtime_ns: i64) -> Result<()> {
+        self.client().execute(
+            "UPDATE documents SET mtime_ns = $3 WHERE prefix = $1 AND id = $2",
+            &[&key.prefix.as_str(), &key.id, &mtime_ns],
+        )?;
+        Ok(())
+    }
+
+    /// Removes a document; its history keeps its bytes and gains a removal.
+    pub fn remove(&mut self, key: &DocKey) -> Result<()> {
+        let Some(old) = self.stored(key)? else {
+            return Ok(());
+        };
+        self.archive(&old)?;
+        let number = self.next_version(key)?;
+        let seq = self.seq;
+        self.client().execute(
+            "INSERT INTO versions (prefix, id, version, hash, size, title, is_text, seq)
+             VALUES ($1, $2, $3, NULL, 0, $4, false, $5)",
+            &[&key.prefix.as_str(), &key.id, &number, &old.title, &seq],
+        )?;
+        self.client().execute(
+            "DELETE FROM documents WHERE prefix = $1 AND id = $2",
+            &[&key.prefix.as_str(), &key.id],
+        )?;
+        Ok(())
+    }
+
+    /// Records a change in the feed, under this import's sequence number.
+    pub fn record(&mut self, kind: ChangeKind, key: &DocKey) -> Result<()> {
+        let (seq, kind) = (self.seq, kind_code(kind) as i16);
+        self.client().execute(
+            "INSERT INTO changes (seq, prefix, id, kind) VALUES ($1, $2, $3, $4)",
+            &[&seq, &key.prefix.as_str(), &key.id, &kind],
+        )?;
+        Ok(())
+    }
+
+    /// Commits the import; `changed` says whether it consumed its sequence
+    /// number. Every server listening on [`FEED_CHANNEL`] hears the new
+    /// number when the commit is done (and not before).
+    pub fn commit(mut self, changed: bool) -> Result<()> {
+        if changed {
+            let seq = self.seq;
+            let now_ms = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| d.as_millis() as i64);
+            let client = self.client();
+            client.execute("UPDATE project SET seq = $1", &[&seq])?;
+            client.execute(
+                "INSERT INTO imports (seq, committed_ms) VALUES ($1, $2)
+                 ON CONFLICT (seq) DO UPDATE SET committed_ms = excluded.committed_ms",
+                &[&seq, &now_ms],
+            )?;
+            client.execute(
+                "DELETE FROM changes WHERE seq <= $1",
+                &[&(seq - FEED_IMPORTS)],
+            )?;
+            client.execute(
+                "SELECT pg_notify($1, $2)",
+                &[&FEED_CHANNEL, &seq.to_string()],
+            )?;
+        }
+        self.client()
+            .batch_execute("COMMIT")
+            .context("cannot commit the import")?;
+        self.finished = true;
+        Ok(())
+    }
+}
+
+impl Drop for PgImportTx {
+    fn drop(&mut self) {
+        if !self.finished {
+            // A failure here leaves the transaction to the server, which
+            // rolls it back when the connection closes.
+            let _ = self.conn.batch_execute("ROLLBACK");
+        }
+    }
+}
+
+/// The text of a title or description as PostgreSQL can hold it: its
+/// `text` refuses NUL, which a YAML escape can put in a title.
+fn text(s: &str) -> std::borrow::Cow<'_, str> {
+    match s.contains('\0') {
+        true => s.replace('\0', "\u{fffd}").into(),
+        false => s.into(),
+    }
+}
+
+/// What the search vector holds of the body: the Markdown of a UTF-8
+/// document past its frontmatter (as SQLite's `search_source`), its first
+/// [`MAX_INDEXED_BODY`] bytes, NUL as a space.
+fn indexed_body(doc: &NewDocument) -> String {
+    if !doc.is_text {
+        return String::new();
+    }
+    let body = doc.body.get(doc.body_start..).unwrap_or_default();
+    let cut = &body[..body.len().min(MAX_INDEXED_BODY)];
+    // The cut may fall inside a character: keep the whole ones before it.
+    let markdown = match std::str::from_utf8(cut) {
+        Ok(text) => text,
+        Err(e) => std::str::from_utf8(&cut[..e.valid_up_to()]).unwrap_or_default(),
+    };
+    markdown.replace('\0', " ")
+}

@@ -1,0 +1,205 @@
+//! Reads for the server on PostgreSQL: keyset pages, point reads, id completion, counts and the feed, with the answers of the SQLite `Reader` (the same order, the same values).
+
+use std::cell::RefCell;
+
+use anyhow::{Context, Result, anyhow};
+use r2d2::PooledConnection;
+use r2d2_postgres::PostgresConnectionManager;
+use tokio_postgres_rustls::MakeRustlsConnect;
+
+use super::PgStore;
+use crate::doc::{ChangeKind, DocKey, Prefix};
+use crate::store::{ChangeBatch, DocSummary, Document, Fetched, successor};
+
+/// Read access for the server: every method is one statement, so one
+/// consistent view of the last commit.
+pub struct PgReader {
+    conn: RefCell<PooledConnection<PostgresConnectionManager<MakeRustlsConnect>>>,
+}
+
+impl PgStore {
+    /// A connection for reads.
+    pub fn reader(&self) -> Result<PgReader> {
+        let conn = self
+            .pool
+            .get()
+            .with_context(|| format!("no connection to {}", self.target))?;
+        Ok(PgReader {
+            conn: RefCell::new(conn),
+        })
+    }
+}
+
+fn key(prefix: &str, id: String) -> Result<DocKey> {
+    let prefix = Prefix::parse(prefix)
+        .ok_or_else(|| anyhow!("unknown prefix {prefix:?} in the database"))?;
+    Ok(DocKey { prefix, id })
+}
+
+impl PgReader {
+    /// Up to `limit` documents after `after` (from the start when `None`),
+    /// in (prefix, id) byte order: a keyset page of the primary key.
+    pub fn page(&self, after: Option<&DocKey>, limit: usize) -> Result<Vec<DocSummary>> {
+        let (prefix, id) = match after {
+            Some(key) => (key.prefix.as_str(), key.id.as_str()),
+            None => ("", ""),
+        };
+        let rows = self.conn.borrow_mut().query(
+            "SELECT prefix, id, title, description, size, mtime_ns FROM documents
+             WHERE (prefix, id) > ($1, $2) ORDER BY prefix, id LIMIT $3",
+            &[&prefix, &id, &(limit as i64)],
+        )?;
+        rows.into_iter()
+            .map(|row| {
+                Ok(DocSummary {
+                    key: key(row.get(0), row.get(1))?,
+                    title: row.get(2),
+                    description: row.get(3),
+                    size: row.get::<_, i64>(4) as u64,
+                    mtime_ns: row.get(5),
+                })
+            })
+            .collect()
+    }
+
+    /// The document with `key`, unless its body is over `max_body` bytes:
+    /// then only its size, and the body is never sent.
+    pub fn get(&self, key: &DocKey, max_body: u64) -> Result<Option<Fetched>> {
+        let row = self.conn.borrow_mut().query_opt(
+            "SELECT size, title, description, frontmatter, mtime_ns, is_text,
+                    CASE WHEN size <= $3 THEN body END
+             FROM documents WHERE prefix = $1 AND id = $2",
+            &[
+                &key.prefix.as_str(),
+                &key.id,
+                &(max_body.min(i64::MAX as u64) as i64),
+            ],
+        )?;
+        Ok(row.map(|row| {
+            let size = row.get::<_, i64>(0) as u64;
+            match row.get::<_, Option<Vec<u8>>>(6) {
+                None => Fetched::TooLarge { size },
+                Some(body) => Fetched::Document(Document {
+                    key: key.clone(),
+                    title: row.get(1),
+                    description: row.get(2),
+                    frontmatter: row.get(3),
+                    mtime_ns: row.get(4),
+                    is_text: row.get(5),
+                    body,
+                }),
+            }
+        }))
+    }
+
+    /// Ids under `prefix` that begin with `typed`, at most `limit`, and how
+    /// many there are in all: a range of the primary key.
+    pub fn complete_ids(
+        &self,
+        prefix: Prefix,
+        typed: &str,
+        limit: usize,
+    ) -> Result<(Vec<String>, u64)> {
+        // Every id that begins with `typed` sorts in [typed, upper).
+        let upper = successor(typed);
+        let mut conn = self.conn.borrow_mut();
+        let (prefix, limit) = (prefix.as_str(), limit as i64);
+        let ids: Vec<String> = conn
+            .query(
+                "SELECT id FROM documents
+                 WHERE prefix = $1 AND id >= $2 AND ($3::text IS NULL OR id < $3)
+                 ORDER BY id LIMIT $4",
+                &[&prefix, &typed, &upper, &limit],
+            )?
+            .iter()
+            .map(|row| row.get(0))
+            .collect();
+        let total: i64 = conn
+            .query_one(
+                "SELECT count(*) FROM documents
+                 WHERE prefix = $1 AND id >= $2 AND ($3::text IS NULL OR id < $3)",
+                &[&prefix, &typed, &upper],
+            )?
+            .get(0);
+        Ok((ids, total as u64))
+    }
+
+    /// The number of documents.
+    pub fn count(&self) -> Result<u64> {
+        let n: i64 = self
+            .conn
+            .borrow_mut()
+            .query_one("SELECT count(*) FROM documents", &[])?
+            .get(0);
+        Ok(n as u64)
+    }
+
+    /// Whether a document with `key` exists.
+    pub fn exists(&self, key: &DocKey) -> Result<bool> {
+        Ok(self
+            .conn
+            .borrow_mut()
+            .query_one(
+                "SELECT EXISTS (SELECT 1 FROM documents WHERE prefix = $1 AND id = $2)",
+                &[&key.prefix.as_str(), &key.id],
+            )?
+            .get(0))
+    }
+
+    /// The sequence number of the last import that changed anything.
+    pub fn seq(&self) -> Result<i64> {
+        Ok(self
+            .conn
+            .borrow_mut()
+            .query_opt("SELECT seq FROM project", &[])?
+            .map_or(0, |row| row.get(0)))
+    }
+
+    /// The changes after sequence `after`, up to the last commit, read in
+    /// one snapshot; `truncated` when the feed no longer holds them all.
+    pub fn changes_after(&self, after: i64) -> Result<ChangeBatch> {
+        let mut conn = self.conn.borrow_mut();
+        let mut tx = conn
+            .build_transaction()
+            .isolation_level(postgres::IsolationLevel::RepeatableRead)
+            .read_only(true)
+            .start()?;
+        let seq: i64 = tx
+            .query_opt("SELECT seq FROM project", &[])?
+            .map_or(0, |row| row.get(0));
+        if seq <= after {
+            return Ok(ChangeBatch {
+                seq: after.max(seq),
+                ..ChangeBatch::default()
+            });
+        }
+        let oldest: Option<i64> = tx.query_one("SELECT min(seq) FROM changes", &[])?.get(0);
+        // Every import after `after` consumed one number; the feed holds
+        // them all only if its oldest row is no later than the first.
+        let truncated = oldest.is_none_or(|oldest| oldest > after + 1);
+        let changes = tx
+            .query(
+                "SELECT kind, prefix, id FROM changes WHERE seq > $1 AND seq <= $2
+                 ORDER BY seq, ord",
+                &[&after, &seq],
+            )?
+            .into_iter()
+            .map(|row| Ok((kind(row.get(0))?, key(row.get(1), row.get(2))?)))
+            .collect::<Result<Vec<_>>>()?;
+        tx.commit()?;
+        Ok(ChangeBatch {
+            seq,
+            changes,
+            truncated,
+        })
+    }
+}
+
+fn kind(code: i16) -> Result<ChangeKind> {
+    match code {
+        1 => Ok(ChangeKind::New),
+        2 => Ok(ChangeKind::Updated),
+        3 => Ok(ChangeKind::Removed),
+        other => Err(anyhow!("unknown change kind {other} in the database")),
+    }
+}
