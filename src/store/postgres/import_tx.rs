@@ -15,8 +15,8 @@ use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::PgStore;
 use crate::doc::{ChangeKind, DocKey};
-use crate::store::feed::kind_code;
-use crate::store::{FEED_IMPORTS, NewDocument, history};
+use crate::store::bodies::compress;
+use crate::store::{FEED_IMPORTS, NewDocument, kind_code};
 
 /// The advisory lock an import holds from its start to its commit.
 const IMPORT_LOCK: i64 = 0x6f72_6368_696d_706f; // "orchimpo"
@@ -147,7 +147,7 @@ impl PgImportTx {
 
     /// Keeps the bytes of `old` in `bodies`, unless that body is there.
     fn archive(&mut self, old: &Stored) -> Result<()> {
-        let compressed = history::compress(&old.body).context("cannot compress a body")?;
+        let compressed = compress(&old.body).context("cannot compress a body")?;
         self.client().execute(
             "INSERT INTO bodies (hash, size, zstd) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING",
             &[&old.hash, &old.size, &compressed],

@@ -42,7 +42,7 @@ const MIGRATIONS: &[&str] = &[
 const MIGRATION_LOCK: i64 = 0x6f72_6368_6573_7472; // "orchestr"
 
 /// Connections per server, as for SQLite.
-const POOL_SIZE: u32 = super::POOL_SIZE;
+const POOL_SIZE: u32 = super::READ_CONNECTIONS as u32;
 
 /// A pool of connections to one PostgreSQL database.
 #[derive(Clone)]

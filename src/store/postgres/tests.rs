@@ -64,7 +64,7 @@ fn the_migrations_have_the_same_numbers_and_names_on_both_backends() {
     };
     let (sqlite, postgres) = (names("sqlite"), names("postgres"));
     assert_eq!(sqlite, postgres);
-    assert_eq!(sqlite.len(), crate::store::MIGRATIONS.len());
+    assert_eq!(sqlite.len(), crate::store::sqlite::MIGRATIONS.len());
     assert_eq!(postgres.len(), MIGRATIONS.len());
     for (i, name) in sqlite.iter().enumerate() {
         assert!(name.starts_with(&format!("{:04}_", i + 1)), "{name}");

@@ -5,9 +5,9 @@ use r2d2::PooledConnection;
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{OptionalExtension, params};
 
-use super::feed::kind_code;
 use super::{FEED_IMPORTS, NewDocument, history, search};
 use crate::doc::{ChangeKind, DocKey};
+use crate::store::kind_code;
 
 /// The one transaction of an import. Dropped without [`ImportTx::commit`], it
 /// rolls back and the database is exactly as before.

@@ -18,7 +18,7 @@ use rusqlite::Connection;
 use super::fields;
 use crate::doc::DocKey;
 use crate::store::NewDocument;
-use crate::store::import_tx::StoredDoc;
+use crate::store::sqlite::import_tx::StoredDoc;
 
 /// An incremental import's writes to the two FTS5 indexes (`search` and
 /// `fields`): each straight to FTS5 when it can take it in memory, the

@@ -3,9 +3,11 @@
 mod fields;
 mod indexing;
 
-pub(super) use fields::{fill as fill_fields, terms_of as field_terms};
+pub(super) use fields::fill as fill_fields;
+pub(in crate::store) use fields::terms_of as field_terms;
+pub(in crate::store) use indexing::body_start;
 pub(super) use indexing::{
-    IndexWrites, backfill, begin, body_start, commit, index, load, remove_fields, unindex,
+    IndexWrites, backfill, begin, commit, index, load, remove_fields, unindex,
 };
 
 use anyhow::Result;

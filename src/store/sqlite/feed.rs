@@ -6,14 +6,6 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use super::{Reader, Store, configure, key_from_row};
 use crate::doc::{ChangeKind, DocKey};
 
-pub(super) fn kind_code(kind: ChangeKind) -> i64 {
-    match kind {
-        ChangeKind::New => 1,
-        ChangeKind::Updated => 2,
-        ChangeKind::Removed => 3,
-    }
-}
-
 fn kind_from_code(code: i64) -> rusqlite::Result<ChangeKind> {
     match code {
         1 => Ok(ChangeKind::New),
