@@ -47,8 +47,8 @@ const POOL_SIZE: u32 = super::READ_CONNECTIONS as u32;
 /// A pool of connections to one PostgreSQL database.
 #[derive(Clone)]
 pub struct PgStore {
-    pool: Pool<PostgresConnectionManager<MakeRustlsConnect>>,
-    target: PgTarget,
+    pub(super) pool: Pool<PostgresConnectionManager<MakeRustlsConnect>>,
+    pub(super) target: PgTarget,
 }
 
 impl PgStore {

@@ -1,6 +1,6 @@
 //! Reads for the server on PostgreSQL: keyset pages, point reads, id completion, counts and the feed, with the answers of the SQLite `Reader` (the same order, the same values).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
 use anyhow::{Context, Result, anyhow};
 use r2d2::PooledConnection;
@@ -14,7 +14,9 @@ use crate::store::{ChangeBatch, DocSummary, Document, Fetched, successor};
 /// Read access for the server: every method is one statement, so one
 /// consistent view of the last commit.
 pub struct PgReader {
-    conn: RefCell<PooledConnection<PostgresConnectionManager<MakeRustlsConnect>>>,
+    pub(super) conn: RefCell<PooledConnection<PostgresConnectionManager<MakeRustlsConnect>>>,
+    /// Inside [`PgReader::in_transaction`].
+    in_transaction: Cell<bool>,
 }
 
 impl PgStore {
@@ -26,11 +28,12 @@ impl PgStore {
             .with_context(|| format!("no connection to {}", self.target))?;
         Ok(PgReader {
             conn: RefCell::new(conn),
+            in_transaction: Cell::new(false),
         })
     }
 }
 
-fn key(prefix: &str, id: String) -> Result<DocKey> {
+pub(super) fn key(prefix: &str, id: String) -> Result<DocKey> {
     let prefix = Prefix::parse(prefix)
         .ok_or_else(|| anyhow!("unknown prefix {prefix:?} in the database"))?;
     Ok(DocKey { prefix, id })
@@ -155,42 +158,55 @@ impl PgReader {
             .map_or(0, |row| row.get(0)))
     }
 
+    /// Runs `reads` in one read-only transaction (`REPEATABLE READ`): every
+    /// read in it sees the same commit. Nested calls join the outer one.
+    pub fn in_transaction<T>(&self, reads: impl FnOnce() -> Result<T>) -> Result<T> {
+        if self.in_transaction.get() {
+            return reads();
+        }
+        self.conn
+            .borrow_mut()
+            .batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
+        self.in_transaction.set(true);
+        let result = reads();
+        self.in_transaction.set(false);
+        // A read transaction has nothing to keep: ending it cannot lose data.
+        let _ = self.conn.borrow_mut().batch_execute("COMMIT");
+        result
+    }
+
     /// The changes after sequence `after`, up to the last commit, read in
     /// one snapshot; `truncated` when the feed no longer holds them all.
     pub fn changes_after(&self, after: i64) -> Result<ChangeBatch> {
-        let mut conn = self.conn.borrow_mut();
-        let mut tx = conn
-            .build_transaction()
-            .isolation_level(postgres::IsolationLevel::RepeatableRead)
-            .read_only(true)
-            .start()?;
-        let seq: i64 = tx
-            .query_opt("SELECT seq FROM project", &[])?
-            .map_or(0, |row| row.get(0));
-        if seq <= after {
-            return Ok(ChangeBatch {
-                seq: after.max(seq),
-                ..ChangeBatch::default()
-            });
-        }
-        let oldest: Option<i64> = tx.query_one("SELECT min(seq) FROM changes", &[])?.get(0);
-        // Every import after `after` consumed one number; the feed holds
-        // them all only if its oldest row is no later than the first.
-        let truncated = oldest.is_none_or(|oldest| oldest > after + 1);
-        let changes = tx
-            .query(
-                "SELECT kind, prefix, id FROM changes WHERE seq > $1 AND seq <= $2
-                 ORDER BY seq, ord",
-                &[&after, &seq],
-            )?
-            .into_iter()
-            .map(|row| Ok((kind(row.get(0))?, key(row.get(1), row.get(2))?)))
-            .collect::<Result<Vec<_>>>()?;
-        tx.commit()?;
-        Ok(ChangeBatch {
-            seq,
-            changes,
-            truncated,
+        self.in_transaction(|| {
+            let mut conn = self.conn.borrow_mut();
+            let seq: i64 = conn
+                .query_opt("SELECT seq FROM project", &[])?
+                .map_or(0, |row| row.get(0));
+            if seq <= after {
+                return Ok(ChangeBatch {
+                    seq: after.max(seq),
+                    ..ChangeBatch::default()
+                });
+            }
+            let oldest: Option<i64> = conn.query_one("SELECT min(seq) FROM changes", &[])?.get(0);
+            // Every import after `after` consumed one number; the feed holds
+            // them all only if its oldest row is no later than the first.
+            let truncated = oldest.is_none_or(|oldest| oldest > after + 1);
+            let changes = conn
+                .query(
+                    "SELECT kind, prefix, id FROM changes WHERE seq > $1 AND seq <= $2
+                     ORDER BY seq, ord",
+                    &[&after, &seq],
+                )?
+                .into_iter()
+                .map(|row| Ok((kind(row.get(0))?, key(row.get(1), row.get(2))?)))
+                .collect::<Result<Vec<_>>>()?;
+            Ok(ChangeBatch {
+                seq,
+                changes,
+                truncated,
+            })
         })
     }
 }
