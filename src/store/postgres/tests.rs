@@ -8,13 +8,13 @@ use crate::store::{FileStat, NewDocument};
 
 /// A database made for one test on the server the `PG*` variables name,
 /// dropped with it.
-struct TestDatabase {
-    target: PgTarget,
-    name: String,
+pub(super) struct TestDatabase {
+    pub(super) target: PgTarget,
+    pub(super) name: String,
 }
 
 impl TestDatabase {
-    fn new() -> TestDatabase {
+    pub(super) fn new() -> TestDatabase {
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let name = format!(
             "orchestra_test_{}_{}",
@@ -242,7 +242,7 @@ fn sslmode_says_whether_the_connection_is_encrypted() {
 }
 
 /// A document as import would make it from `body`.
-fn doc(
+pub(super) fn doc(
     key: &str,
     title: &str,
     frontmatter: Option<&str>,
@@ -266,20 +266,20 @@ fn doc(
 }
 
 /// What one import does, on either backend.
-enum Step {
+pub(super) enum Step {
     Put(NewDocument),
     Touch(&'static str, i64),
     Remove(&'static str),
 }
 
-fn key_of(text: &str) -> DocKey {
+pub(super) fn key_of(text: &str) -> DocKey {
     let (prefix, id) = text.split_once('/').unwrap();
     DocKey::new(Prefix::parse(prefix).unwrap(), id)
 }
 
 /// Three imports: a load, changes (new, changed, unchanged bytes with a new
 /// mtime, removed, a revert), and one that changes nothing.
-fn imports() -> Vec<Vec<Step>> {
+pub(super) fn imports() -> Vec<Vec<Step>> {
     let big = "x".repeat(5000);
     vec![
         vec![
@@ -393,23 +393,44 @@ macro_rules! answers {
     }};
 }
 
-#[test]
-fn both_backends_give_the_same_answers_for_the_same_imports() {
-    let db = TestDatabase::new();
-    let pg = PgStore::open(db.target.clone()).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let sqlite_path = dir.path().join("o.db");
-    let sqlite = crate::store::Store::open_or_create(&sqlite_path).unwrap();
-    for (n, steps) in imports().into_iter().enumerate() {
+/// Both stores, side by side: a SQLite file and a PostgreSQL database
+/// that every import goes to alike.
+pub(super) struct BothStores {
+    pub(super) sqlite: crate::store::Store,
+    pub(super) sqlite_path: std::path::PathBuf,
+    pub(super) pg: PgStore,
+    pub(super) db: TestDatabase,
+    _dir: tempfile::TempDir,
+}
+
+impl BothStores {
+    pub(super) fn new() -> BothStores {
+        let db = TestDatabase::new();
+        let pg = PgStore::open(db.target.clone()).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let sqlite_path = dir.path().join("o.db");
+        let sqlite = crate::store::Store::open_or_create(&sqlite_path).unwrap();
+        BothStores {
+            sqlite,
+            sqlite_path,
+            pg,
+            db,
+            _dir: dir,
+        }
+    }
+
+    /// Runs one import of `steps` on both stores, recording the feed as
+    /// import does; commits it as a change unless it has no step.
+    pub(super) fn import(&self, steps: &[Step]) {
         let changed = !steps.is_empty();
-        let lite = sqlite.begin_import("/p", false).unwrap();
-        let mut post = pg.begin_import("/p", false).unwrap();
+        let lite = self.sqlite.begin_import("/p", false).unwrap();
+        let mut post = self.pg.begin_import("/p", false).unwrap();
         assert_eq!(lite.seq(), post.seq());
         assert_eq!(lite.starts_empty(), post.starts_empty());
-        for step in &steps {
+        for step in steps {
             match step {
                 Step::Put(doc) => {
-                    let kind = match sqlite.reader().unwrap().exists(&doc.key).unwrap() {
+                    let kind = match self.sqlite.reader().unwrap().exists(&doc.key).unwrap() {
                         true => ChangeKind::Updated,
                         false => ChangeKind::New,
                     };
@@ -432,17 +453,25 @@ fn both_backends_give_the_same_answers_for_the_same_imports() {
         }
         lite.commit(changed).unwrap();
         post.commit(changed).unwrap();
+    }
+}
+
+#[test]
+fn both_backends_give_the_same_answers_for_the_same_imports() {
+    let both = BothStores::new();
+    for (n, steps) in imports().into_iter().enumerate() {
+        both.import(&steps);
         let (expected, got) = (
-            answers!(sqlite.reader().unwrap()),
-            answers!(pg.reader().unwrap()),
+            answers!(both.sqlite.reader().unwrap()),
+            answers!(both.pg.reader().unwrap()),
         );
         for (e, g) in expected.iter().zip(&got) {
             assert_eq!(e, g, "after import {}", n + 1);
         }
         assert_eq!(expected.len(), got.len());
         assert_eq!(
-            sqlite_history(&sqlite_path),
-            pg_history(&db.target),
+            sqlite_history(&both.sqlite_path),
+            pg_history(&both.db.target),
             "after import {}",
             n + 1
         );
