@@ -12,7 +12,7 @@ use clap::{ArgGroup, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use orchestra::import::{self, ChangeKind};
 use orchestra::mcp;
-use orchestra::store::{PruneRules, Store};
+use orchestra::store::{Access, Location, PruneRules, Store};
 use orchestra::watch;
 
 use cli::DbArg;
@@ -183,7 +183,7 @@ fn init_logging() {
 fn run_import(args: ImportArgs) -> Result<()> {
     let opts = import::Options {
         dir: args.dir.clone(),
-        db: args.db.path()?,
+        db: args.db.location()?,
         dry_run: args.dry_run,
         replace: args.replace,
         max_file_size: args.max_file_size,
@@ -196,7 +196,7 @@ fn run_import(args: ImportArgs) -> Result<()> {
     if args.json {
         let mut value = serde_json::to_value(&report)?;
         value["dir"] = serde_json::Value::from(args.dir.display().to_string());
-        value["db"] = serde_json::Value::from(opts.db.display().to_string());
+        value["db"] = serde_json::Value::from(opts.db.to_string());
         println!("{value}");
     } else {
         if report.dry_run {
@@ -237,7 +237,8 @@ fn run_prune(args: &PruneArgs) -> Result<()> {
         keep: args.keep,
         keep_since_ms,
     };
-    let report = Store::open_existing(&args.db.path()?)?.prune(&rules, args.dry_run)?;
+    let report =
+        Store::open(&args.db.location()?, Access::Existing)?.prune(&rules, args.dry_run)?;
     let mut out = std::io::stdout().lock();
     if args.json {
         let json = PruneJson {
@@ -287,7 +288,7 @@ fn token(args: &ServeArgs) -> Result<Option<String>> {
 /// command line says to watch nothing. Otherwise (zero configuration): the
 /// current folder when it holds a project (and `$ORCHESTRA_DB` is unset), or
 /// the project the database records, when that folder exists.
-fn folder_to_watch(args: &ServeArgs, db: &Path, db_given: bool) -> Result<Option<PathBuf>> {
+fn folder_to_watch(args: &ServeArgs, db: &Location, db_given: bool) -> Result<Option<PathBuf>> {
     if let Some(dir) = &args.watch {
         return Ok(Some(dir.clone()));
     }
@@ -297,19 +298,21 @@ fn folder_to_watch(args: &ServeArgs, db: &Path, db_given: bool) -> Result<Option
     if args.db.db.is_none() && import::is_project(Path::new(".")) {
         return Ok(Some(PathBuf::from(".")));
     }
-    if !db.is_file() {
+    if let Location::File(path) = db
+        && !path.is_file()
+    {
         // `serve` says what to do about a missing database.
         return Ok(None);
     }
-    let root = Store::open_existing(db)?.project_root()?;
+    let root = Store::open(db, Access::Existing)?.project_root()?;
     Ok(root.map(PathBuf::from).filter(|root| root.is_dir()))
 }
 
 fn run_serve(args: ServeArgs, db_given: bool) -> Result<()> {
-    let path = args.db.path()?;
-    let watched = folder_to_watch(&args, &path, db_given)?;
+    let location = args.db.location()?;
+    let watched = folder_to_watch(&args, &location, db_given)?;
     if let Some(dir) = watched.as_ref() {
-        let opts = watch::import_options(dir.clone(), path.clone());
+        let opts = watch::import_options(dir.clone(), location.clone());
         let report = import::run(&opts)?;
         for warning in &report.warnings {
             tracing::warn!("import: {warning}");
@@ -319,15 +322,15 @@ fn run_serve(args: ServeArgs, db_given: bool) -> Result<()> {
     }
     // Nothing named and nothing found: over stdio, the client's roots may
     // name a project; until then the server serves nothing.
-    let nothing_here = watched.is_none() && !db_given && args.db.db.is_none() && !path.exists();
+    let missing = matches!(&location, Location::File(path) if !path.exists());
+    let nothing_here = watched.is_none() && !db_given && args.db.db.is_none() && missing;
     let store = if nothing_here && args.http.is_none() {
         eprintln!(
-            "orchestra: no project in this folder and no database at {}: serving nothing until the client names a project among its roots",
-            path.display()
+            "orchestra: no project in this folder and no database at {location}: serving nothing until the client names a project among its roots"
         );
         None
     } else {
-        Some(Store::open_existing(&path)?)
+        Some(Store::open(&location, Access::Existing)?)
     };
     let config = mcp::Config {
         page_size: args.page_size as usize,

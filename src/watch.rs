@@ -15,6 +15,7 @@ use notify::{EventKind, RecursiveMode, Watcher};
 
 use crate::doc::Prefix;
 use crate::import;
+use crate::store::Location;
 
 /// An import starts once no relevant event arrived for this long…
 const QUIET: Duration = Duration::from_millis(150);
@@ -118,7 +119,7 @@ fn run_import(opts: &import::Options) {
 }
 
 /// The options `serve --watch` imports with.
-pub fn import_options(dir: PathBuf, db: PathBuf) -> import::Options {
+pub fn import_options(dir: PathBuf, db: Location) -> import::Options {
     import::Options {
         dir,
         db,

@@ -156,8 +156,7 @@ fn next_command(args: &LogArgs, key: &DocKey, last: u32, db_given: bool) -> Stri
         words.push(format!("--limit {limit}"));
     }
     if db_given {
-        let db = args.db.file();
-        words.push(format!("--db {}", out::shell_word(&db.to_string_lossy())));
+        words.push(format!("--db {}", out::shell_word(&args.db.shown())));
     }
     words.push(format!("--before {last}"));
     words.join(" ")

@@ -261,8 +261,7 @@ fn next_command(args: &LsArgs, under: Option<&Under>, last: &DocKey, db_given: b
         words.push(format!("--limit {}", args.limit));
     }
     if db_given {
-        let db = args.db.file();
-        words.push(format!("--db {}", out::shell_word(&db.to_string_lossy())));
+        words.push(format!("--db {}", out::shell_word(&args.db.shown())));
     }
     let after = match under {
         Some(_) => last.id.clone(),

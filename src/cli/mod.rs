@@ -16,31 +16,39 @@ use clap::Args;
 
 use orchestra::doc::{DocKey, Prefix, is_valid_id};
 use orchestra::store::postgres::{PgEnv, PgTarget};
-use orchestra::store::{Reader, Store, Version};
+use orchestra::store::{Access, Location, Reader, Store, Version};
 use orchestra::uri;
 
 #[derive(Args)]
 pub struct DbArg {
-    /// The database file [default: $ORCHESTRA_DB, else .orchestra/orchestra.db]
-    #[arg(long, value_name = "PATH", env = "ORCHESTRA_DB", hide_env = true)]
+    /// The database: a SQLite file, or a PostgreSQL URL (postgres://user@host/db)
+    /// [default: $ORCHESTRA_DB, else .orchestra/orchestra.db]
+    #[arg(long, value_name = "PATH|URL", env = "ORCHESTRA_DB", hide_env = true)]
     pub db: Option<PathBuf>,
+    /// A file whose first line is the PostgreSQL password (else the URL's,
+    /// $PGPASSWORD or ~/.pgpass)
+    #[arg(long, value_name = "PATH")]
+    pub db_password_file: Option<PathBuf>,
 }
 
 impl DbArg {
-    /// The database file. A PostgreSQL URL is refused with a message that
-    /// names the database without its password (the PostgreSQL store can
-    /// connect and migrate, but reads and imports on it are still to come),
-    /// rather than taken for a file name.
-    pub fn path(&self) -> Result<PathBuf> {
+    /// Where the store lives: a PostgreSQL database when `--db` is a
+    /// `postgres://` or `postgresql://` URL, else a SQLite file.
+    pub fn location(&self) -> Result<Location> {
         if let Some(url) = self.db.as_deref().and_then(|db| db.to_str())
             && PgTarget::is_url(url)
         {
-            let target = PgTarget::resolve(url, None, &PgEnv::process())?;
+            let target =
+                PgTarget::resolve(url, self.db_password_file.as_deref(), &PgEnv::process())?;
+            return Ok(Location::Postgres(Box::new(target)));
+        }
+        if let Some(file) = &self.db_password_file {
             bail!(
-                "--db {target}: PostgreSQL databases are not supported by this version yet; use a SQLite file"
+                "--db-password-file {}: only a PostgreSQL --db takes a password",
+                file.display()
             );
         }
-        Ok(self.file())
+        Ok(Location::File(self.file()))
     }
 
     /// The file `--db` names, or the default one.
@@ -49,12 +57,21 @@ impl DbArg {
             .clone()
             .unwrap_or_else(|| PathBuf::from(".orchestra").join("orchestra.db"))
     }
+
+    /// `--db` as a command line may repeat it: a PostgreSQL URL without
+    /// its password.
+    pub fn shown(&self) -> String {
+        match self.location() {
+            Ok(Location::Postgres(target)) => target.to_string(),
+            _ => self.file().to_string_lossy().into_owned(),
+        }
+    }
 }
 
-/// A reader of the database, opened read-only: it works while a server
+/// A reader of the store, opened read-only: it works while a server
 /// serves and an import writes, and never migrates or creates anything.
 pub fn open(db: &DbArg) -> Result<Reader> {
-    Store::open_read_only(&db.path()?)?.reader()
+    Store::open(&db.location()?, Access::ReadOnly)?.reader()
 }
 
 /// The document `text` names: its `orchestra://` URI (any spelling

@@ -27,7 +27,7 @@ use serde::Serialize;
 
 pub use crate::doc::ChangeKind;
 use crate::doc::DocKey;
-use crate::store::{ImportTx, Store, StoredStats};
+use crate::store::{Access, ImportTx, Location, Store, StoredStats};
 use merge::Decisions;
 use read::{Candidate, Outcome};
 
@@ -43,7 +43,7 @@ const QUEUE_DEPTH: usize = 256;
 #[derive(Debug, Clone)]
 pub struct Options {
     pub dir: PathBuf,
-    pub db: PathBuf,
+    pub db: Location,
     pub dry_run: bool,
     pub replace: bool,
     pub max_file_size: u64,
@@ -160,17 +160,20 @@ pub fn run(opts: &Options) -> Result<Report> {
     };
     // The database exists before the walk starts, so that the walk knows
     // its files when it lives inside the project.
-    let store = match opts.dry_run {
-        true if opts.db.exists() => Some(Store::open_read_only(&opts.db)?),
-        true => None,
-        false => Some(Store::open_or_create(&opts.db)?),
+    let store = match (opts.dry_run, &opts.db) {
+        (true, Location::File(path)) if !path.exists() => None,
+        (true, db) => Some(Store::open(db, Access::ReadOnly)?),
+        (false, db) => Some(Store::open(db, Access::Create)?),
     };
-    let own_files = database_files(&opts.db);
+    let own_files = match &opts.db {
+        Location::File(path) => database_files(path),
+        Location::Postgres(_) => Vec::new(),
+    };
     let tx = match &store {
         Some(store) if !opts.dry_run => Some(store.begin_import(&root_text, opts.replace)?),
         _ => None,
     };
-    let read = || format!("cannot read the database {}", opts.db.display());
+    let read = || format!("cannot read the database {}", opts.db);
     // Begun after the write lock was taken: the scan sees the database as
     // this import found it.
     let stored = match (&store, &tx) {
@@ -218,7 +221,7 @@ pub fn run(opts: &Options) -> Result<Report> {
         let discovery = walker
             .join()
             .map_err(|_| anyhow::anyhow!("the walk of {} failed", opts.dir.display()))?;
-        written.with_context(|| format!("cannot write to the database {}", opts.db.display()))?;
+        written.with_context(|| format!("cannot write to the database {}", opts.db))?;
         Ok((discovery, merged.with_context(read)?))
     })?;
     report.warnings.extend(discovery.warnings);
@@ -233,7 +236,7 @@ pub fn run(opts: &Options) -> Result<Report> {
             report.seq = tx.seq();
         }
         tx.commit(changed)
-            .with_context(|| format!("cannot write to the database {}", opts.db.display()))?;
+            .with_context(|| format!("cannot write to the database {}", opts.db))?;
     }
     // Reader threads finish in any order; reports list changes by key.
     report.changes.sort_by(|a, b| a.1.cmp(&b.1));

@@ -205,13 +205,25 @@ impl Drop for ChangeFeed {
     }
 }
 
+/// A watcher of `store` from its current state, started on a thread of
+/// its own: the caller may be an async task, on which PostgreSQL's
+/// blocking client must not run.
+fn start_watcher(store: &Store) -> Result<ChangeWatcher> {
+    std::thread::scope(|scope| {
+        scope
+            .spawn(|| ChangeWatcher::new(store))
+            .join()
+            .unwrap_or_else(|_| Err(anyhow::anyhow!("the change watcher panicked")))
+    })
+}
+
 /// Starts the thread that notices commits (by any process) to the store in
 /// `slot` and publishes what they changed; every session subscribes to the
 /// returned feed. When the slot gets another store, the thread watches
 /// that one from its current state. The thread lives as long as the feed.
 pub fn watch_changes(slot: StoreSlot) -> Result<ChangeFeed> {
     let mut watcher = match slot.get() {
-        Some(store) => Some((store.path().to_path_buf(), ChangeWatcher::new(&store)?)),
+        Some(store) => Some((store.location(), start_watcher(&store)?)),
         None => None,
     };
     let (publish, _) = broadcast::channel(64);
@@ -232,10 +244,10 @@ pub fn watch_changes(slot: StoreSlot) -> Result<ChangeFeed> {
                 };
                 if watcher
                     .as_ref()
-                    .is_none_or(|(path, _)| path != store.path())
+                    .is_none_or(|(location, _)| *location != store.location())
                 {
                     match ChangeWatcher::new(&store) {
-                        Ok(new) => watcher = Some((store.path().to_path_buf(), new)),
+                        Ok(new) => watcher = Some((store.location(), new)),
                         Err(e) => tracing::warn!("cannot read the change feed: {e:#}"),
                     }
                     continue;

@@ -9,7 +9,7 @@ use serde_json::{Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use super::StoreSlot;
-use crate::store::Store;
+use crate::store::{Location, Store};
 use crate::{import, watch};
 
 /// How long the server waits for a client's `roots/list` answer.
@@ -153,7 +153,7 @@ fn pick(result: &Value, current: Option<&Path>) -> Option<(PathBuf, Store)> {
             return None;
         }
         let db = folder.join(".orchestra").join("orchestra.db");
-        let opts = watch::import_options(folder.clone(), db.clone());
+        let opts = watch::import_options(folder.clone(), Location::File(db.clone()));
         let opened = import::run(&opts)
             .and_then(|report| {
                 tracing::info!("{}", report.summary(&folder));

@@ -4,15 +4,16 @@
 //! orchestra reads and writes. `sqlite` and `postgres` hold the SQL.
 
 mod bodies;
+mod dispatch;
 pub mod postgres;
 mod sqlite;
 
 use crate::doc::{ChangeKind, DocKey};
 
+pub use dispatch::{Access, ChangeWatcher, ImportTx, Location, Reader, Store, StoredStats};
 pub use sqlite::{
-    ChangeBatch, ChangeWatcher, DocMeta, HistoryStats, Hit, ImportTx, PrefixStats, PruneReport,
-    PruneRules, Reader, SNIPPET_CHARS, SearchPage, Store, StoreStats, StoredStats, Version,
-    VersionBody,
+    ChangeBatch, DocMeta, HistoryStats, Hit, PrefixStats, PruneReport, PruneRules, SNIPPET_CHARS,
+    SearchPage, StoreStats, Version, VersionBody,
 };
 
 /// Imports whose changes the feed keeps. A server further behind than this

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::support::{BIN, Output, Project, Server, companion_files, wait_exit};
+use crate::support::{BIN, Output, PgDatabase, Project, Server, companion_files, wait_exit};
 
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -48,12 +48,40 @@ fn mask(line: &str) -> String {
     out
 }
 
+/// The store a golden exchange is replayed on.
+enum Backend {
+    Sqlite,
+    Postgres,
+}
+
 #[track_caller]
 fn check_golden(name: &str) {
+    check_golden_on(name, Backend::Sqlite);
+}
+
+/// Replays the exchange `name` of `fixtures/wire` against a server of the
+/// fixture project on `backend`: its answers must be these bytes.
+#[track_caller]
+fn check_golden_on(name: &str, backend: Backend) {
     let path = manifest_dir().join("fixtures/wire").join(name);
     let log = std::fs::read_to_string(&path).unwrap();
     let tmp = tempfile::tempdir().unwrap();
-    let db = fixture_db(tmp.path());
+    let pg;
+    let db = match backend {
+        Backend::Sqlite => fixture_db(tmp.path()),
+        Backend::Postgres => {
+            pg = PgDatabase::new();
+            let out = Command::new(BIN)
+                .arg("import")
+                .arg(manifest_dir().join("fixtures/project"))
+                .arg("--db")
+                .arg(pg.url())
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            PathBuf::from(pg.url())
+        }
+    };
     let mut server = Server::start(&db, &["--page-size", "5"]);
     let update = std::env::var_os("UPDATE_EXPECT").is_some();
     let mut actual = String::new();
@@ -112,6 +140,23 @@ fn golden_stateless_era() {
 #[test]
 fn golden_mixed_eras_are_refused() {
     check_golden("mixed.log");
+}
+
+/// The same exchanges, byte for byte, from a server of the same project on
+/// PostgreSQL: keyset order, cursors, URIs, errors and results.
+#[test]
+fn golden_handshake_era_on_postgres() {
+    check_golden_on("handshake.log", Backend::Postgres);
+}
+
+#[test]
+fn golden_stateless_era_on_postgres() {
+    check_golden_on("stateless.log", Backend::Postgres);
+}
+
+#[test]
+fn golden_mixed_eras_are_refused_on_postgres() {
+    check_golden_on("mixed.log", Backend::Postgres);
 }
 
 #[test]

@@ -958,3 +958,67 @@ pub fn content_digest(db: &Path) -> String {
     hasher.update(&buf);
     hasher.finalize().to_hex().to_string()
 }
+
+/// A PostgreSQL database made for one test on the server the `PG*`
+/// variables name (`pg_virtualenv`, as `scripts/test.sh` runs the tests),
+/// dropped with it. The binary finds the server through the same variables.
+pub struct PgDatabase {
+    name: String,
+}
+
+impl PgDatabase {
+    pub fn new() -> PgDatabase {
+        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let name = format!(
+            "orchestra_it_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+        );
+        pg_admin()
+            .batch_execute(&format!("CREATE DATABASE {name}"))
+            .unwrap();
+        PgDatabase { name }
+    }
+
+    /// The `--db` of this database (host, port, user and password from the
+    /// environment).
+    pub fn url(&self) -> String {
+        format!("postgres:///{}", self.name)
+    }
+
+    /// A connection to this database, for looking at what the binary wrote.
+    pub fn client(&self) -> postgres::Client {
+        pg_config(&self.name).connect(postgres::NoTls).unwrap()
+    }
+}
+
+impl Drop for PgDatabase {
+    fn drop(&mut self) {
+        let _ = pg_admin().batch_execute(&format!("DROP DATABASE {} WITH (FORCE)", self.name));
+    }
+}
+
+fn pg_config(dbname: &str) -> postgres::Config {
+    let var = |name: &str| std::env::var(name).ok();
+    assert!(
+        var("PGHOST").is_some(),
+        "the PostgreSQL tests need a server: run them through `pg_virtualenv` \
+         (`pg_virtualenv cargo test`), as scripts/test.sh does"
+    );
+    let mut config = postgres::Config::new();
+    config
+        .host(&var("PGHOST").unwrap())
+        .port(var("PGPORT").map_or(5432, |p| p.parse().unwrap()))
+        .user(&var("PGUSER").unwrap_or_else(|| "postgres".into()))
+        .dbname(dbname);
+    if let Some(password) = var("PGPASSWORD") {
+        config.password(password);
+    }
+    config
+}
+
+fn pg_admin() -> postgres::Client {
+    pg_config(&std::env::var("PGDATABASE").unwrap_or_else(|_| "postgres".into()))
+        .connect(postgres::NoTls)
+        .unwrap()
+}

@@ -7,8 +7,9 @@
 //! on an advisory lock taken when the transaction begins and held to its
 //! end, so sequence order is commit order.
 
+use std::cell::{RefCell, RefMut};
+
 use anyhow::{Context, Result, bail};
-use postgres::Client;
 use r2d2::PooledConnection;
 use r2d2_postgres::PostgresConnectionManager;
 use tokio_postgres_rustls::MakeRustlsConnect;
@@ -19,7 +20,7 @@ use crate::store::bodies::compress;
 use crate::store::{FEED_IMPORTS, NewDocument, kind_code};
 
 /// The advisory lock an import holds from its start to its commit.
-const IMPORT_LOCK: i64 = 0x6f72_6368_696d_706f; // "orchimpo"
+pub(super) const IMPORT_LOCK: i64 = 0x6f72_6368_696d_706f; // "orchimpo"
 
 /// The channel on which a commit announces its sequence number.
 pub const FEED_CHANNEL: &str = "orchestra_feed";
@@ -32,7 +33,7 @@ const MAX_INDEXED_BODY: usize = 256 * 1024;
 /// The one transaction of an import. Dropped without [`PgImportTx::commit`],
 /// it rolls back and the database is exactly as before.
 pub struct PgImportTx {
-    conn: PooledConnection<PostgresConnectionManager<MakeRustlsConnect>>,
+    conn: RefCell<PooledConnection<PostgresConnectionManager<MakeRustlsConnect>>>,
     seq: i64,
     replaced: bool,
     starts_empty: bool,
@@ -58,21 +59,21 @@ impl PgStore {
             .with_context(|| format!("no connection to {}", self.target))?;
         conn.batch_execute("BEGIN")?;
         let mut tx = PgImportTx {
-            conn,
+            conn: RefCell::new(conn),
             seq: 0,
             replaced: false,
             starts_empty: false,
             finished: false,
         };
-        tx.conn
+        tx.client()
             .execute("SELECT pg_advisory_xact_lock($1)", &[&IMPORT_LOCK])?;
         let current = tx
-            .conn
+            .client()
             .query_opt("SELECT root, seq FROM project", &[])?
             .map(|row| (row.get::<_, String>(0), row.get::<_, i64>(1)));
         let seq = match current {
             None => {
-                tx.conn.execute(
+                tx.client().execute(
                     "INSERT INTO project (singleton, root) VALUES (1, $1)",
                     &[&root],
                 )?;
@@ -80,7 +81,8 @@ impl PgStore {
             }
             Some((stored, seq)) if stored == root => seq,
             Some((_, seq)) if replace => {
-                tx.conn.execute("UPDATE project SET root = $1", &[&root])?;
+                tx.client()
+                    .execute("UPDATE project SET root = $1", &[&root])?;
                 tx.replaced = true;
                 seq
             }
@@ -89,10 +91,11 @@ impl PgStore {
                 self.target
             ),
         };
-        tx.starts_empty = !tx
-            .conn
+        let holds_documents: bool = tx
+            .client()
             .query_one("SELECT EXISTS (SELECT 1 FROM documents)", &[])?
-            .get::<_, bool>(0);
+            .get(0);
+        tx.starts_empty = !holds_documents;
         tx.seq = seq + 1;
         Ok(tx)
     }
@@ -114,12 +117,12 @@ impl PgImportTx {
         self.starts_empty
     }
 
-    fn client(&mut self) -> &mut Client {
-        &mut self.conn
+    fn client(&self) -> RefMut<'_, PooledConnection<PostgresConnectionManager<MakeRustlsConnect>>> {
+        self.conn.borrow_mut()
     }
 
     /// The stored document with this key, if there is one.
-    fn stored(&mut self, key: &DocKey) -> Result<Option<Stored>> {
+    fn stored(&self, key: &DocKey) -> Result<Option<Stored>> {
         Ok(self
             .client()
             .query_opt(
@@ -135,7 +138,7 @@ impl PgImportTx {
     }
 
     /// The number the next version of `key` gets.
-    fn next_version(&mut self, key: &DocKey) -> Result<i32> {
+    fn next_version(&self, key: &DocKey) -> Result<i32> {
         Ok(self
             .client()
             .query_one(
@@ -146,7 +149,7 @@ impl PgImportTx {
     }
 
     /// Keeps the bytes of `old` in `bodies`, unless that body is there.
-    fn archive(&mut self, old: &Stored) -> Result<()> {
+    fn archive(&self, old: &Stored) -> Result<()> {
         let compressed = compress(&old.body).context("cannot compress a body")?;
         self.client().execute(
             "INSERT INTO bodies (hash, size, zstd) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING",
@@ -156,7 +159,7 @@ impl PgImportTx {
     }
 
     /// Inserts a document or replaces the stored one with the same key.
-    pub fn put(&mut self, doc: &NewDocument) -> Result<()> {
+    pub fn put(&self, doc: &NewDocument) -> Result<()> {
         let key = &doc.key;
         let old = self.stored(key)?;
         let same_bytes = old
@@ -239,7 +242,7 @@ impl PgImportTx {
     }
 
     /// Records a new mtime for a document whose bytes did not change.
-    pub fn touch(&mut self, key: &DocKey, mtime_ns: i64) -> Result<()> {
+    pub fn touch(&self, key: &DocKey, mtime_ns: i64) -> Result<()> {
         self.client().execute(
             "UPDATE documents SET mtime_ns = $3 WHERE prefix = $1 AND id = $2",
             &[&key.prefix.as_str(), &key.id, &mtime_ns],
@@ -248,7 +251,7 @@ impl PgImportTx {
     }
 
     /// Removes a document; its history keeps its bytes and gains a removal.
-    pub fn remove(&mut self, key: &DocKey) -> Result<()> {
+    pub fn remove(&self, key: &DocKey) -> Result<()> {
         let Some(old) = self.stored(key)? else {
             return Ok(());
         };
@@ -268,7 +271,7 @@ impl PgImportTx {
     }
 
     /// Records a change in the feed, under this import's sequence number.
-    pub fn record(&mut self, kind: ChangeKind, key: &DocKey) -> Result<()> {
+    pub fn record(&self, kind: ChangeKind, key: &DocKey) -> Result<()> {
         let (seq, kind) = (self.seq, kind_code(kind) as i16);
         self.client().execute(
             "INSERT INTO changes (seq, prefix, id, kind) VALUES ($1, $2, $3, $4)",
@@ -286,7 +289,7 @@ impl PgImportTx {
             let now_ms = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as i64);
-            let client = self.client();
+            let mut client = self.client();
             client.execute("UPDATE project SET seq = $1", &[&seq])?;
             client.execute(
                 "INSERT INTO imports (seq, committed_ms) VALUES ($1, $2)
@@ -315,7 +318,7 @@ impl Drop for PgImportTx {
         if !self.finished {
             // A failure here leaves the transaction to the server, which
             // rolls it back when the connection closes.
-            let _ = self.conn.batch_execute("ROLLBACK");
+            let _ = self.conn.get_mut().batch_execute("ROLLBACK");
         }
     }
 }

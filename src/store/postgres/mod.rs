@@ -11,13 +11,20 @@
 //! (PostgreSQL has no `user_version`). A database with a newer schema than
 //! this orchestra knows is refused, as on SQLite.
 
+mod browse;
+mod feed;
+mod history;
 mod import_tx;
 mod reader;
+mod scan;
+mod search;
 mod target;
 mod tls;
 
+pub use feed::PgChangeWatcher;
 pub use import_tx::{FEED_CHANNEL, PgImportTx};
 pub use reader::PgReader;
+pub use scan::PgStoredStats;
 pub use target::{PgEnv, PgTarget};
 
 use anyhow::{Context, Result, bail};
@@ -58,12 +65,39 @@ impl PgStore {
         let mut client = connect(&target)?;
         migrate(&mut client).with_context(|| format!("cannot migrate {target}"))?;
         drop(client);
+        Ok(PgStore::pool(target))
+    }
+
+    /// Connects to `target`, whose schema must be this orchestra's: for the
+    /// commands that only read, which never migrate.
+    pub fn open_read_only(target: PgTarget) -> Result<PgStore> {
+        let mut client = connect(&target)?;
+        let version = schema_version(&mut client)
+            .with_context(|| format!("cannot read the database {target}"))?;
+        if version < MIGRATIONS.len() {
+            bail!(
+                "the database {target} has schema version {version}, this orchestra expects {}: \
+                 run `orchestra import DIR` or `orchestra serve` once to upgrade it",
+                MIGRATIONS.len()
+            );
+        }
+        if version > MIGRATIONS.len() {
+            bail!(
+                "the database {target} has schema version {version}, newer than this orchestra knows ({}): upgrade orchestra",
+                MIGRATIONS.len()
+            );
+        }
+        drop(client);
+        Ok(PgStore::pool(target))
+    }
+
+    fn pool(target: PgTarget) -> PgStore {
         let manager = PostgresConnectionManager::new(target.config().clone(), tls::connector());
         let pool = Pool::builder()
             .max_size(POOL_SIZE)
             .min_idle(Some(1))
             .build_unchecked(manager);
-        Ok(PgStore { pool, target })
+        PgStore { pool, target }
     }
 
     pub fn target(&self) -> &PgTarget {

@@ -27,6 +27,14 @@ impl std::fmt::Debug for PgTarget {
     }
 }
 
+/// Two targets are the same database when they are shown the same (the
+/// password aside).
+impl PartialEq for PgTarget {
+    fn eq(&self, other: &PgTarget) -> bool {
+        self.shown == other.shown
+    }
+}
+
 impl std::fmt::Display for PgTarget {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.shown)

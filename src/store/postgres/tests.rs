@@ -424,7 +424,7 @@ impl BothStores {
     pub(super) fn import(&self, steps: &[Step]) {
         let changed = !steps.is_empty();
         let lite = self.sqlite.begin_import("/p", false).unwrap();
-        let mut post = self.pg.begin_import("/p", false).unwrap();
+        let post = self.pg.begin_import("/p", false).unwrap();
         assert_eq!(lite.seq(), post.seq());
         assert_eq!(lite.starts_empty(), post.starts_empty());
         for step in steps {
@@ -561,7 +561,7 @@ fn pg_history(target: &PgTarget) -> Vec<String> {
 fn an_import_dropped_before_its_commit_leaves_the_database_as_it_was() {
     let db = TestDatabase::new();
     let pg = PgStore::open(db.target.clone()).unwrap();
-    let mut tx = pg.begin_import("/p", false).unwrap();
+    let tx = pg.begin_import("/p", false).unwrap();
     tx.put(&doc("notes/a", "A", None, b"# A", 1)).unwrap();
     tx.record(ChangeKind::New, &key_of("notes/a")).unwrap();
     drop(tx);
@@ -580,14 +580,14 @@ fn imports_serialize_and_each_commit_notifies_its_sequence() {
     listener
         .batch_execute(&format!("LISTEN {FEED_CHANNEL}"))
         .unwrap();
-    let mut first = pg.begin_import("/p", false).unwrap();
+    let first = pg.begin_import("/p", false).unwrap();
     first.put(&doc("notes/a", "A", None, b"# A", 1)).unwrap();
     first.record(ChangeKind::New, &key_of("notes/a")).unwrap();
     let (began, second) = std::sync::mpsc::channel();
     let waiting = {
         let pg = pg.clone();
         std::thread::spawn(move || {
-            let mut tx = pg.begin_import("/p", false).unwrap();
+            let tx = pg.begin_import("/p", false).unwrap();
             began.send(tx.seq()).unwrap();
             tx.put(&doc("notes/b", "B", None, b"# B", 1)).unwrap();
             tx.record(ChangeKind::New, &key_of("notes/b")).unwrap();

@@ -44,8 +44,8 @@ pub use feed::{ChangeBatch, ChangeWatcher};
 pub use history::{HistoryStats, PruneReport, PruneRules, Version, VersionBody};
 pub use import_tx::ImportTx;
 pub use scan::StoredStats;
+pub(super) use search::{CLOSE, OPEN, body_start, clip, field_terms, pair_term};
 pub use search::{Hit, SNIPPET_CHARS, SearchPage};
-pub(super) use search::{body_start, field_terms};
 
 /// A migration: its SQL, and a step in Rust that fills what SQL alone cannot,
 /// run in the same transaction.

@@ -4,7 +4,7 @@ mod fields;
 mod indexing;
 
 pub(super) use fields::fill as fill_fields;
-pub(in crate::store) use fields::terms_of as field_terms;
+pub(in crate::store) use fields::{pair_term, terms_of as field_terms};
 pub(in crate::store) use indexing::body_start;
 pub(super) use indexing::{
     IndexWrites, backfill, begin, commit, index, load, remove_fields, unindex,
@@ -421,8 +421,8 @@ impl Reader {
 
 /// Where FTS5 marks a match in a snippet, before the marks become `**`:
 /// control characters, so that a document's own `**` is never taken for one.
-const OPEN: char = '\u{2}';
-const CLOSE: char = '\u{3}';
+pub(in crate::store) const OPEN: char = '\u{2}';
+pub(in crate::store) const CLOSE: char = '\u{3}';
 /// Characters of context a snippet keeps before its first match.
 const CONTEXT_BEFORE: usize = 60;
 
@@ -430,7 +430,7 @@ const CONTEXT_BEFORE: usize = 60;
 /// made one space. When `text` holds marked matches, the line starts a few
 /// words before the first one, so the match is always shown; a cut never
 /// leaves a mark open. The marks become `**`.
-fn clip(text: &str) -> String {
+pub(in crate::store) fn clip(text: &str) -> String {
     let words: Vec<&str> = text.split_whitespace().collect();
     let first = words.iter().position(|w| w.contains(OPEN)).unwrap_or(0);
     let mut start = first;
@@ -487,7 +487,8 @@ mod tests {
     use super::*;
     use crate::doc::Prefix;
     use crate::search::{Filter, Under};
-    use crate::store::{FileStat, NewDocument, Store};
+    use crate::store::sqlite::Store;
+    use crate::store::{FileStat, NewDocument};
 
     fn doc(key: &str, title: &str, frontmatter: Option<&str>, body: &[u8]) -> NewDocument {
         let (prefix, id) = key.split_once('/').unwrap();

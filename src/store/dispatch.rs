@@ -1,0 +1,346 @@
+//! The store's one interface: `Store`, `Reader`, `ImportTx`, `ChangeWatcher` and `StoredStats` are either backend's, and each call goes to it. The only code that knows there are two.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Result;
+
+use super::postgres::{PgChangeWatcher, PgImportTx, PgReader, PgStore, PgStoredStats, PgTarget};
+use super::sqlite;
+use super::{
+    ChangeBatch, DocMeta, DocSummary, Fetched, FileStat, HistoryStats, NewDocument, PruneReport,
+    PruneRules, SearchPage, StoreStats, Version, VersionBody,
+};
+use crate::cursor::SearchResume;
+use crate::doc::{ChangeKind, DocKey, Prefix};
+use crate::search::{Search, Under};
+
+/// Where a store lives.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Location {
+    /// A SQLite file.
+    File(PathBuf),
+    /// A PostgreSQL database.
+    Postgres(Box<PgTarget>),
+}
+
+impl std::fmt::Display for Location {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Location::File(path) => write!(f, "{}", path.display()),
+            Location::Postgres(target) => write!(f, "{target}"),
+        }
+    }
+}
+
+/// How a command opens its store.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Access {
+    /// Created when missing, migrated: `import`.
+    Create,
+    /// Must exist; migrated when older: `serve`, `prune`.
+    Existing,
+    /// Must exist and be current; never written: the commands that read.
+    ReadOnly,
+}
+
+/// A store: a pool of connections to its database.
+#[derive(Clone)]
+pub enum Store {
+    Sqlite(sqlite::Store),
+    Postgres(Box<PgStore>),
+}
+
+/// Calls the same method on whichever backend `$value` holds.
+macro_rules! either {
+    ($value:expr, $inner:ident => $call:expr) => {
+        match $value {
+            Self::Sqlite($inner) => $call,
+            Self::Postgres($inner) => $call,
+        }
+    };
+}
+
+impl Store {
+    /// Opens the SQLite file at `path`, creating it (and its parent folders)
+    /// when missing, and brings its schema up to date.
+    pub fn open_or_create(path: &Path) -> Result<Store> {
+        Ok(Store::Sqlite(sqlite::Store::open_or_create(path)?))
+    }
+
+    /// Opens a SQLite file that must already exist, migrating it when older.
+    pub fn open_existing(path: &Path) -> Result<Store> {
+        Ok(Store::Sqlite(sqlite::Store::open_existing(path)?))
+    }
+
+    /// Opens an existing, current SQLite file without ever writing to it.
+    pub fn open_read_only(path: &Path) -> Result<Store> {
+        Ok(Store::Sqlite(sqlite::Store::open_read_only(path)?))
+    }
+
+    /// Opens the store at `location` as `access` says. A PostgreSQL
+    /// database always exists (the server's owner makes it); opening it
+    /// for `Create` or `Existing` migrates it.
+    pub fn open(location: &Location, access: Access) -> Result<Store> {
+        match (location, access) {
+            (Location::File(path), Access::Create) => Store::open_or_create(path),
+            (Location::File(path), Access::Existing) => Store::open_existing(path),
+            (Location::File(path), Access::ReadOnly) => Store::open_read_only(path),
+            (Location::Postgres(target), Access::ReadOnly) => Ok(Store::Postgres(Box::new(
+                PgStore::open_read_only(*target.clone())?,
+            ))),
+            (Location::Postgres(target), _) => {
+                Ok(Store::Postgres(Box::new(PgStore::open(*target.clone())?)))
+            }
+        }
+    }
+
+    /// Where the store lives.
+    pub fn location(&self) -> Location {
+        match self {
+            Store::Sqlite(store) => Location::File(store.path().to_path_buf()),
+            Store::Postgres(store) => Location::Postgres(Box::new(store.target().clone())),
+        }
+    }
+
+    /// The folder of the project the store holds; `None` before any import.
+    pub fn project_root(&self) -> Result<Option<String>> {
+        either!(self, store => store.project_root())
+    }
+
+    /// A connection for reads.
+    pub fn reader(&self) -> Result<Reader> {
+        Ok(match self {
+            Store::Sqlite(store) => Reader::Sqlite(store.reader()?),
+            Store::Postgres(store) => Reader::Postgres(Box::new(store.reader()?)),
+        })
+    }
+
+    /// Starts the one transaction of an import of the project at `root`.
+    pub fn begin_import(&self, root: &str, replace: bool) -> Result<ImportTx> {
+        Ok(match self {
+            Store::Sqlite(store) => ImportTx::Sqlite(store.begin_import(root, replace)?),
+            Store::Postgres(store) => ImportTx::Postgres(store.begin_import(root, replace)?),
+        })
+    }
+
+    /// What [`Store::begin_import`] then [`Store::scan`] would see, without
+    /// writing: for `--dry-run`.
+    pub fn preview_import(&self, root: &str, replace: bool) -> Result<StoredStats> {
+        Ok(match self {
+            Store::Sqlite(store) => StoredStats::Sqlite(store.preview_import(root, replace)?),
+            Store::Postgres(store) => StoredStats::Postgres(store.preview_import(root, replace)?),
+        })
+    }
+
+    /// The stored stats of every document, in key order; with `stale`, no
+    /// mtime matches a file.
+    pub fn scan(&self, stale: bool) -> Result<StoredStats> {
+        Ok(match self {
+            Store::Sqlite(store) => StoredStats::Sqlite(store.scan(stale)?),
+            Store::Postgres(store) => StoredStats::Postgres(store.scan(stale)?),
+        })
+    }
+
+    /// Removes the past versions `rules` let go, and the bodies no version
+    /// needs, in one transaction (none with `dry_run`).
+    pub fn prune(&self, rules: &PruneRules, dry_run: bool) -> Result<PruneReport> {
+        either!(self, store => store.prune(rules, dry_run))
+    }
+}
+
+/// Read access for the server; see the SQLite and PostgreSQL readers.
+pub enum Reader {
+    Sqlite(sqlite::Reader),
+    Postgres(Box<PgReader>),
+}
+
+impl Reader {
+    pub fn page(&self, after: Option<&DocKey>, limit: usize) -> Result<Vec<DocSummary>> {
+        either!(self, reader => reader.page(after, limit))
+    }
+
+    pub fn get(&self, key: &DocKey, max_body: u64) -> Result<Option<Fetched>> {
+        either!(self, reader => reader.get(key, max_body))
+    }
+
+    pub fn complete_ids(
+        &self,
+        prefix: Prefix,
+        typed: &str,
+        limit: usize,
+    ) -> Result<(Vec<String>, u64)> {
+        either!(self, reader => reader.complete_ids(prefix, typed, limit))
+    }
+
+    pub fn count(&self) -> Result<u64> {
+        either!(self, reader => reader.count())
+    }
+
+    pub fn page_under(
+        &self,
+        under: &Under,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<DocSummary>> {
+        either!(self, reader => reader.page_under(under, after, limit))
+    }
+
+    pub fn count_under(&self, under: &Under) -> Result<u64> {
+        either!(self, reader => reader.count_under(under))
+    }
+
+    /// Runs `reads` in one read transaction; nested calls join it.
+    pub fn in_transaction<T>(&self, reads: impl FnOnce() -> Result<T>) -> Result<T> {
+        either!(self, reader => reader.in_transaction(reads))
+    }
+
+    pub fn exists(&self, key: &DocKey) -> Result<bool> {
+        either!(self, reader => reader.exists(key))
+    }
+
+    pub fn seq(&self) -> Result<i64> {
+        either!(self, reader => reader.seq())
+    }
+
+    pub fn meta(&self, key: &DocKey) -> Result<Option<DocMeta>> {
+        either!(self, reader => reader.meta(key))
+    }
+
+    pub fn nearest(&self, key: &DocKey, limit: usize) -> Result<Vec<DocKey>> {
+        either!(self, reader => reader.nearest(key, limit))
+    }
+
+    pub fn stats(&self) -> Result<StoreStats> {
+        either!(self, reader => reader.stats())
+    }
+
+    pub fn changes_after(&self, after: i64) -> Result<ChangeBatch> {
+        either!(self, reader => reader.changes_after(after))
+    }
+
+    pub fn history(&self, key: &DocKey, before: Option<u32>, limit: usize) -> Result<Vec<Version>> {
+        either!(self, reader => reader.history(key, before, limit))
+    }
+
+    pub fn version(&self, key: &DocKey, number: u32) -> Result<Option<VersionBody>> {
+        either!(self, reader => reader.version(key, number))
+    }
+
+    pub fn complete_versions(
+        &self,
+        key: &DocKey,
+        typed: &str,
+        limit: usize,
+    ) -> Result<(Vec<u32>, u64)> {
+        either!(self, reader => reader.complete_versions(key, typed, limit))
+    }
+
+    pub fn count_versions(&self, key: &DocKey) -> Result<u64> {
+        either!(self, reader => reader.count_versions(key))
+    }
+
+    pub fn history_stats(&self) -> Result<HistoryStats> {
+        either!(self, reader => reader.history_stats())
+    }
+
+    pub fn search(
+        &self,
+        search: &Search,
+        resume: Option<&SearchResume>,
+        limit: usize,
+    ) -> Result<SearchPage> {
+        either!(self, reader => reader.search(search, resume, limit))
+    }
+}
+
+/// The one transaction of an import. Dropped without
+/// [`ImportTx::commit`], it rolls back.
+pub enum ImportTx {
+    Sqlite(sqlite::ImportTx),
+    Postgres(PgImportTx),
+}
+
+impl ImportTx {
+    pub fn seq(&self) -> i64 {
+        either!(self, tx => tx.seq())
+    }
+
+    pub fn replaces(&self) -> bool {
+        either!(self, tx => tx.replaces())
+    }
+
+    pub fn starts_empty(&self) -> bool {
+        either!(self, tx => tx.starts_empty())
+    }
+
+    pub fn put(&self, doc: &NewDocument) -> Result<()> {
+        either!(self, tx => tx.put(doc))
+    }
+
+    pub fn touch(&self, key: &DocKey, mtime_ns: i64) -> Result<()> {
+        either!(self, tx => tx.touch(key, mtime_ns))
+    }
+
+    pub fn remove(&self, key: &DocKey) -> Result<()> {
+        either!(self, tx => tx.remove(key))
+    }
+
+    pub fn record(&self, kind: ChangeKind, key: &DocKey) -> Result<()> {
+        either!(self, tx => tx.record(kind, key))
+    }
+
+    pub fn commit(self, changed: bool) -> Result<()> {
+        either!(self, tx => tx.commit(changed))
+    }
+}
+
+/// Notices commits (by any process, on any machine for PostgreSQL) and
+/// reads the change feed after the last sequence seen.
+pub enum ChangeWatcher {
+    Sqlite(sqlite::ChangeWatcher),
+    Postgres(Box<PgChangeWatcher>),
+}
+
+impl ChangeWatcher {
+    /// Starts watching from the store's current state.
+    pub fn new(store: &Store) -> Result<ChangeWatcher> {
+        Ok(match store {
+            Store::Sqlite(store) => ChangeWatcher::Sqlite(sqlite::ChangeWatcher::new(store)?),
+            Store::Postgres(store) => {
+                ChangeWatcher::Postgres(Box::new(PgChangeWatcher::new(store)?))
+            }
+        })
+    }
+
+    /// The changes committed since the last call, or `None`.
+    pub fn poll(&mut self) -> Result<Option<ChangeBatch>> {
+        either!(self, watcher => watcher.poll())
+    }
+}
+
+/// The stored size, mtime and hash of every document, in key order.
+pub enum StoredStats {
+    Sqlite(sqlite::StoredStats),
+    Postgres(PgStoredStats),
+    Empty,
+}
+
+impl StoredStats {
+    /// A scan of nothing: for a load into an empty store, or a dry run
+    /// without one.
+    pub fn empty() -> StoredStats {
+        StoredStats::Empty
+    }
+}
+
+impl Iterator for StoredStats {
+    type Item = Result<(DocKey, FileStat)>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            StoredStats::Sqlite(stats) => stats.next(),
+            StoredStats::Postgres(stats) => stats.next(),
+            StoredStats::Empty => None,
+        }
+    }
+}

@@ -1,0 +1,249 @@
+//! End-to-end tests of the PostgreSQL store on the real binary: imports and servers in separate processes on one database, the terminal commands beside SQLite's answers, and the errors a team sees (an unreachable server, a password that must not show). The golden exchanges run on PostgreSQL too (serve.rs).
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{BIN, PgDatabase, Project, Server};
+
+/// The fixture project, imported into its default SQLite file and into a
+/// fresh PostgreSQL database.
+fn fixture_on_both() -> (Project, PgDatabase) {
+    let p = Project::fixture();
+    p.import(&[]).assert_success();
+    let pg = PgDatabase::new();
+    p.run(&["import", "project", "--db", &pg.url()])
+        .assert_success();
+    (p, pg)
+}
+
+/// `out` with every time (`2026-03-02T10:00:00Z`) masked: the two stores
+/// were written by two imports, a second or so apart.
+fn import_time_masked(out: &str) -> String {
+    let bytes = out.as_bytes();
+    let shape = b"dddd-dd-ddTdd:dd:ddZ";
+    let mut masked = String::with_capacity(out.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let is_time = bytes.len() - i >= shape.len()
+            && shape.iter().zip(&bytes[i..]).all(|(want, got)| match want {
+                b'd' => got.is_ascii_digit(),
+                want => want == got,
+            });
+        if is_time {
+            masked.push_str("<time>");
+            i += shape.len();
+        } else {
+            let c = out[i..].chars().next().unwrap_or_default();
+            masked.push(c);
+            i += c.len_utf8();
+        }
+    }
+    masked
+}
+
+#[test]
+fn the_terminal_commands_answer_on_postgres_as_on_sqlite() {
+    let (p, pg) = fixture_on_both();
+    let url = pg.url();
+    for args in [
+        &["ls"][..],
+        &["ls", "features", "--limit", "2"],
+        &["ls", "docs/adr", "--json"],
+        &["ls", "notes", "--after", "zzz"],
+        &["show", "features/FEAT-001"],
+        &["show", "orchestra://notes/caf%C3%A9%20notes", "--meta"],
+        &["show", "features/FEAT-999"],
+        &["log", "features/FEAT-001"],
+    ] {
+        let sqlite = p.run(args);
+        let mut on_pg = args.to_vec();
+        on_pg.extend(["--db", &url]);
+        let postgres = p.run(&on_pg);
+        assert_eq!(
+            (
+                postgres.code,
+                import_time_masked(&postgres.stdout),
+                &postgres.stderr
+            ),
+            (
+                sqlite.code,
+                import_time_masked(&sqlite.stdout),
+                &sqlite.stderr
+            ),
+            "orchestra {}",
+            args.join(" ")
+        );
+    }
+}
+
+#[test]
+fn a_reimport_on_postgres_changes_only_what_changed() {
+    let (p, pg) = fixture_on_both();
+    let url = pg.url();
+    let nothing = p.run(&["import", "project", "--db", &url, "--json"]);
+    nothing.assert_success();
+    let counts = nothing.report().counts();
+    assert_eq!((counts.new, counts.updated, counts.removed), (0, 0, 0));
+    p.file("features/FEAT-001.md", "# Offline, rewritten\n")
+        .remove("notes/retro-sprint-14.md");
+    for db in [None, Some(url.as_str())] {
+        let mut args = vec!["import", "project", "--json"];
+        args.extend(db.iter().flat_map(|db| ["--db", db]));
+        let counts = p.run(&args).report().counts();
+        assert_eq!(
+            (counts.new, counts.updated, counts.removed, counts.unchanged),
+            (0, 1, 1, 15),
+            "{db:?}"
+        );
+    }
+    let mut client = pg.client();
+    let versions: i64 = client
+        .query_one(
+            "SELECT count(*) FROM versions WHERE prefix = 'features' AND id = 'FEAT-001'",
+            &[],
+        )
+        .unwrap()
+        .get(0);
+    assert_eq!(versions, 2);
+}
+
+/// Initializes a session of the handshake era.
+fn initialize(server: &mut Server) {
+    server.request(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "postgres-test", "version": "1"}}}));
+    server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+}
+
+/// A server on PostgreSQL hears the commit of an import run by another
+/// process (through NOTIFY): a subscribed client is told, promptly.
+#[test]
+fn a_server_on_postgres_hears_an_import_by_another_process() {
+    let (p, pg) = fixture_on_both();
+    let url = pg.url();
+    let mut server = Server::start(std::path::Path::new(&url), &[]);
+    initialize(&mut server);
+    let uri = "orchestra://features/FEAT-002";
+    let subscribed = server.request(&json!({"jsonrpc": "2.0", "id": 1,
+        "method": "resources/subscribe", "params": {"uri": uri}}));
+    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+    p.file("features/FEAT-002.md", "# Photos, changed\n");
+    let started = Instant::now();
+    let status = Command::new(BIN)
+        .args(["import", "project", "--db", &url])
+        .current_dir(p.root())
+        .stdout(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let committed = started.elapsed();
+    let heard: Value = serde_json::from_str(&server.recv()).unwrap();
+    eprintln!(
+        "import took {committed:?}; heard after {:?}: {heard}",
+        started.elapsed()
+    );
+    assert_eq!(
+        heard,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+               "params": {"uri": uri}})
+    );
+    assert!(
+        started.elapsed() < committed + Duration::from_secs(2),
+        "a notification, not the poll every few seconds, woke the server"
+    );
+    let read = server.request(&json!({"jsonrpc": "2.0", "id": 2,
+        "method": "resources/read", "params": {"uri": uri}}));
+    assert_eq!(
+        read["result"]["contents"][0]["text"], "# Photos, changed\n",
+        "{read}"
+    );
+    let (_, status) = server.close();
+    assert!(status.success());
+}
+
+/// An unreachable PostgreSQL is one line naming the database, never its
+/// password, for every command; nothing is written anywhere.
+#[test]
+fn an_unreachable_postgres_is_one_line_that_never_shows_the_password() {
+    let p = Project::fixture();
+    let before = std::fs::read_dir(p.root()).unwrap().count();
+    // Port 1 on loopback: refused at once.
+    let url = "postgres://ann:s3cret-771@127.0.0.1:1/backlog";
+    let shown = "postgres://ann@127.0.0.1:1/backlog";
+    for args in [
+        &["import", "project"][..],
+        &["serve"],
+        &["prune", "--keep", "1"],
+        &["ls"],
+        &["search", "offline"],
+        &["show", "features/FEAT-001"],
+        &["stats"],
+        &["log", "features/FEAT-001"],
+        &["diff", "features/FEAT-001"],
+    ] {
+        let mut args = args.to_vec();
+        args.extend(["--db", url]);
+        let out = p.run(&args);
+        let lines = out.stderr_lines();
+        assert!(out.code.is_some_and(|c| c != 0), "{args:?}: {out:?}");
+        assert_eq!(lines.len(), 1, "{args:?}: {out:?}");
+        assert!(
+            lines[0].starts_with(&format!("orchestra: cannot connect to {shown}")),
+            "{args:?}: {}",
+            lines[0]
+        );
+        assert!(!out.stderr.contains("s3cret") && !out.stdout.contains("s3cret"));
+    }
+    assert_eq!(std::fs::read_dir(p.root()).unwrap().count(), before);
+}
+
+/// The password can come from a file instead of the URL (a team's secret
+/// store mounts one); a wrong one is refused and never shown.
+#[test]
+fn the_password_may_come_from_a_file() {
+    let p = Project::fixture();
+    let pg = PgDatabase::new();
+    let (Ok(host), Ok(password)) = (std::env::var("PGHOST"), std::env::var("PGPASSWORD")) else {
+        panic!("pg_virtualenv sets PGHOST and PGPASSWORD");
+    };
+    let port = std::env::var("PGPORT").unwrap_or_else(|_| "5432".into());
+    let user = std::env::var("PGUSER").unwrap_or_else(|_| "postgres".into());
+    let url = format!(
+        "postgres://{user}@{host}:{port}/{}",
+        pg.url().trim_start_matches("postgres:///")
+    );
+    let file = p.root().join("pw");
+    for (written, succeeds) in [
+        ("wrong-password-5521\n", false),
+        (&*format!("{password}\n"), true),
+    ] {
+        std::fs::write(&file, written).unwrap();
+        let out = p
+            .cmd(&[
+                "import",
+                "project",
+                "--db",
+                &url,
+                "--db-password-file",
+                "pw",
+            ])
+            .env_remove("PGPASSWORD")
+            .env("PGPASSFILE", "/nonexistent")
+            .run();
+        assert_eq!(out.code == Some(0), succeeds, "{out:?}");
+        assert!(
+            !out.stderr.contains("wrong-password-5521"),
+            "{}",
+            out.stderr
+        );
+        if !succeeds {
+            assert!(
+                out.stderr.contains("password authentication failed"),
+                "{}",
+                out.stderr
+            );
+        }
+    }
+}
