@@ -33,7 +33,7 @@ echo "==> cargo build --release --locked"
 cargo build --release --locked
 
 echo "==> cargo test --locked (beside a throwaway PostgreSQL 15: pg_virtualenv)"
-pg_virtualenv -v 15 cargo test --locked
+pg_virtualenv -t -v 15 cargo test --locked
 
 echo "==> interop: Python client (mcp)"
 if [ ! -x "$INTEROP/.venv/bin/python" ]; then

@@ -1,0 +1,808 @@
+//! Search on PostgreSQL beside SQLite's: the same hits, totals, listings and cursors, snippets that mark a query word, and no query that is a syntax error.
+
+use std::collections::BTreeSet;
+
+use super::query::Expr;
+use super::snippet::placed;
+use super::*;
+use crate::cursor::{CursorError, decode_search, encode_search};
+use crate::search::{Filter, Under, compile};
+use crate::store::postgres::tests::{BothStores, Step, key_of};
+use crate::store::sqlite::{CLOSE, OPEN};
+use crate::store::{FileStat, NewDocument, SNIPPET_CHARS};
+
+fn new_doc(
+    key: &str,
+    title: &str,
+    description: Option<&str>,
+    fm: Option<&str>,
+    body: &[u8],
+) -> NewDocument {
+    NewDocument::new(
+        key_of(key),
+        FileStat {
+            size: body.len() as u64,
+            mtime_ns: 1,
+            hash: *blake3::hash(body).as_bytes(),
+        },
+        std::str::from_utf8(body).is_ok(),
+        title.to_string(),
+        description.map(str::to_string),
+        fm.map(str::to_string),
+        body.to_vec(),
+    )
+}
+
+/// A word found in one document only.
+fn unique(i: usize) -> String {
+    format!(
+        "rare{}{}",
+        (b'a' + (i / 26) as u8) as char,
+        (b'a' + (i % 26) as u8) as char
+    )
+}
+
+/// 48 generated documents with planted words (one per document, one in
+/// every other, diacritics, a phrase and its words apart, words for a
+/// prefix, ids with punctuation mentioned in bodies, words in titles and
+/// descriptions), frontmatter for `where`, a folder's look-alike and a
+/// binary document.
+fn backlog() -> Vec<NewDocument> {
+    let mut docs: Vec<NewDocument> = (0..48).map(planted).collect();
+    docs.push(new_doc(
+        "docs/adrs",
+        "Not under the adr folder",
+        None,
+        None,
+        b"A halfword outside the folder.",
+    ));
+    docs.push(new_doc(
+        "notes/blob",
+        "Binary zephyr",
+        None,
+        None,
+        b"\xff\xfe zephyr kiwi",
+    ));
+    docs
+}
+
+fn planted(i: usize) -> NewDocument {
+    let key = match i % 4 {
+        0 => format!("features/FEAT-{i:04}"),
+        1 => format!("notes/note-{i:02}"),
+        2 => format!("docs/adr/{i:04}"),
+        _ => format!("docs/guide/g{i:02}"),
+    };
+    let status = ["open", "closed", "done"][i % 3];
+    let mut tags = Vec::new();
+    if i.is_multiple_of(2) {
+        tags.push("\"sync\"");
+    }
+    if i.is_multiple_of(5) {
+        tags.push("\"offline\"");
+    }
+    let points = i % 4;
+    let frontmatter = format!(
+        r#"{{"status":"{status}","tags":[{}],"points":{points}}}"#,
+        tags.join(",")
+    );
+    let mut title = format!("Item {i}");
+    if i.is_multiple_of(7) {
+        title.push_str(" zephyr");
+    }
+    let description = i
+        .is_multiple_of(5)
+        .then(|| format!("Summary with quokka number {i}"));
+    let mut lines = vec![format!(
+        "---\nstatus: {status}\npoints: {points}\n---\n# Item {i}\n"
+    )];
+    let mut say = |line: &str| lines.push(line.to_string());
+    if i.is_multiple_of(5) {
+        say(&"filler ".repeat(60));
+    }
+    say(&format!("Document {i} holds {}.", unique(i)));
+    if i.is_multiple_of(2) {
+        say("A halfword appears here.");
+    }
+    if i.is_multiple_of(6) {
+        say("Café Résumé du jour.");
+    }
+    if i == 5 {
+        say("A naïve approach.");
+    }
+    if i % 4 == 1 {
+        say("This is a draft.");
+    }
+    match i % 3 {
+        0 => say("Sign in with the code."),
+        1 => say("Sign the form in ink."),
+        _ => {}
+    }
+    match i % 8 {
+        3 => say("Syncing now."),
+        5 => say("Synchronise later."),
+        7 => say("Just sync."),
+        _ => {}
+    }
+    if i % 10 == 3 {
+        say("See FEAT-0012 for details.");
+    }
+    if i.is_multiple_of(9) {
+        say("kiwi");
+    }
+    if i.is_multiple_of(11) {
+        say("mango");
+    }
+    if i % 7 == 3 {
+        say("The zephyr blows.");
+    }
+    if i == 20 {
+        say("Some **bold** text, ported to C++ in v2.1 with foo.bar here.");
+    }
+    if i.is_multiple_of(5) {
+        say(&format!(
+            "{}needle {}",
+            "hay ".repeat(80),
+            "stack ".repeat(80)
+        ));
+    }
+    new_doc(
+        &key,
+        &title,
+        description.as_deref(),
+        Some(&frontmatter),
+        lines.join("\n").as_bytes(),
+    )
+}
+
+fn fold(text: &str) -> String {
+    text.to_lowercase()
+        .chars()
+        .map(|c| match c {
+            'é' | 'è' | 'ê' => 'e',
+            'ï' | 'î' => 'i',
+            'à' | 'â' => 'a',
+            'ô' => 'o',
+            'ü' | 'û' => 'u',
+            'ç' => 'c',
+            c => c,
+        })
+        .collect()
+}
+
+/// The words of a document's columns as SQLite's tokenizer sees them
+/// (case and the diacritics used here folded): the reference search.
+struct Words(Vec<Vec<String>>);
+
+impl Words {
+    fn of(doc: &NewDocument) -> Words {
+        let body = match doc.is_text {
+            true => std::str::from_utf8(&doc.body[doc.body_start..]).unwrap(),
+            false => "",
+        };
+        let columns = [
+            doc.key.to_string().as_str(),
+            &doc.title,
+            doc.description.as_deref().unwrap_or(""),
+            body,
+        ]
+        .map(|column| {
+            fold(column)
+                .split(|c: char| !c.is_alphanumeric())
+                .filter(|w| !w.is_empty())
+                .map(str::to_string)
+                .collect()
+        });
+        Words(columns.into())
+    }
+
+    fn has(&self, word: &str) -> bool {
+        self.0.iter().flatten().any(|w| w == word)
+    }
+
+    fn starts(&self, prefix: &str) -> bool {
+        self.0.iter().flatten().any(|w| w.starts_with(prefix))
+    }
+
+    fn phrase(&self, words: &[&str]) -> bool {
+        self.0
+            .iter()
+            .any(|column| column.windows(words.len()).any(|w| w == words))
+    }
+
+    /// In the description or the body, where a snippet can show it.
+    fn shown(&self, word: &str) -> bool {
+        self.0[2..].iter().flatten().any(|w| w.starts_with(word))
+    }
+}
+
+fn search(query: &str, under: Option<&str>, filters: &[&str]) -> Search {
+    Search::new(
+        query,
+        under.map(|u| Under::parse(u).unwrap()),
+        filters.iter().map(|f| Filter::parse(f).unwrap()).collect(),
+    )
+    .unwrap()
+}
+
+/// Every hit of `search`, page by page, each checked against the total.
+macro_rules! all_hits {
+    ($reader:expr, $search:expr, $limit:expr) => {{
+        let (reader, search) = (&$reader, &$search);
+        let mut hits: Vec<Hit> = Vec::new();
+        let mut resume = None;
+        let mut total = None;
+        loop {
+            let page = reader.search(search, resume.as_ref(), $limit).unwrap();
+            assert!(page.hits.len() <= $limit);
+            assert_eq!(*total.get_or_insert(page.total), page.total, "{search:?}");
+            hits.extend(page.hits);
+            match page.next {
+                Some(next) => resume = Some(next),
+                None => break,
+            }
+        }
+        assert_eq!(total, Some(hits.len() as u64), "{search:?}: total");
+        hits
+    }};
+}
+
+fn keys(hits: &[Hit]) -> Vec<String> {
+    hits.iter().map(|h| h.key.to_string()).collect()
+}
+
+/// The keys, checking that none comes twice.
+fn key_set(hits: &[Hit]) -> BTreeSet<String> {
+    let set: BTreeSet<String> = keys(hits).into_iter().collect();
+    assert_eq!(set.len(), hits.len(), "a hit came twice: {:?}", keys(hits));
+    set
+}
+
+fn loaded() -> (BothStores, Vec<NewDocument>) {
+    let both = BothStores::new();
+    let docs = backlog();
+    both.import(&docs.iter().cloned().map(Step::Put).collect::<Vec<_>>());
+    (both, docs)
+}
+
+type Reference = fn(&Words) -> bool;
+
+#[test]
+fn ranked_searches_find_the_same_documents_as_sqlite() {
+    let (both, docs) = loaded();
+    let (lite, pg) = (both.sqlite.reader().unwrap(), both.pg.reader().unwrap());
+    let cases: &[(&str, Option<Reference>)] = &[
+        ("halfword", Some(|w| w.has("halfword"))),
+        ("kiwi", Some(|w| w.has("kiwi"))),
+        ("kiwi OR mango", Some(|w| w.has("kiwi") || w.has("mango"))),
+        (
+            "kiwi OR mango halfword",
+            Some(|w| (w.has("kiwi") || w.has("mango")) && w.has("halfword")),
+        ),
+        (
+            "halfword -draft",
+            Some(|w| w.has("halfword") && !w.has("draft")),
+        ),
+        (
+            "halfword -draft -kiwi",
+            Some(|w| w.has("halfword") && !w.has("draft") && !w.has("kiwi")),
+        ),
+        (
+            "sign -\"sign in\"",
+            Some(|w| w.has("sign") && !w.phrase(&["sign", "in"])),
+        ),
+        ("\"sign in\"", Some(|w| w.phrase(&["sign", "in"]))),
+        ("sign in", Some(|w| w.has("sign") && w.has("in"))),
+        ("sync*", Some(|w| w.starts("sync"))),
+        ("synchronise", Some(|w| w.has("synchronise"))),
+        ("cafe resume", Some(|w| w.has("cafe") && w.has("resume"))),
+        ("CAFÉ", Some(|w| w.has("cafe"))),
+        ("Résumé", Some(|w| w.has("resume"))),
+        ("naive", Some(|w| w.has("naive"))),
+        ("naïve", Some(|w| w.has("naive"))),
+        ("zephyr", Some(|w| w.has("zephyr"))),
+        ("quokka", Some(|w| w.has("quokka"))),
+        ("needle", Some(|w| w.has("needle"))),
+        ("item", Some(|w| w.has("item"))),
+        ("draft", Some(|w| w.has("draft"))),
+        ("rareab", Some(|w| w.has("rareab"))),
+        ("rarea*", Some(|w| w.starts("rarea"))),
+        (
+            "rareab OR rarebb OR nothing",
+            Some(|w| w.has("rareab") || w.has("rarebb")),
+        ),
+        ("nothinghere", Some(|_| false)),
+        ("bold", Some(|w| w.has("bold"))),
+        ("**bold**", Some(|w| w.starts("bold"))),
+        ("C++", Some(|w| w.has("c"))),
+        ("AND NOT NEAR(", Some(|_| false)),
+        ("FEAT-0012", None),
+        ("FEAT-001*", None),
+        ("orchestra://features/FEAT-0012", None),
+        ("v2.1", None),
+        ("foo.bar", None),
+        ("adr/0010", None),
+    ];
+    let reference: BTreeSet<String> = docs
+        .iter()
+        .filter(|d| {
+            d.key.to_string() == "features/FEAT-0012" || Words::of(d).phrase(&["feat", "0012"])
+        })
+        .map(|d| d.key.to_string())
+        .collect();
+    assert_eq!(reference.len(), 6, "FEAT-0012 and five mentions");
+    for (query, expected) in cases {
+        let s = search(query, None, &[]);
+        let got = key_set(&all_hits!(pg, s, 3));
+        assert_eq!(
+            got,
+            key_set(&all_hits!(lite, s, 3)),
+            "{query:?}: PostgreSQL and SQLite"
+        );
+        if let Some(expected) = expected {
+            let expected: BTreeSet<String> = docs
+                .iter()
+                .filter(|d| expected(&Words::of(d)))
+                .map(|d| d.key.to_string())
+                .collect();
+            assert_eq!(got, expected, "{query:?}: reference");
+        }
+        if query.starts_with("FEAT-0012") {
+            assert_eq!(got, reference);
+        }
+    }
+    // Under a prefix or a folder, with `where` filters, on every page size.
+    let filtered: &[(&str, Option<&str>, &[&str])] = &[
+        ("halfword", Some("docs/adr"), &[]),
+        ("halfword", Some("docs"), &[]),
+        ("zephyr", Some("features"), &[]),
+        ("sync*", None, &["status=open"]),
+        ("halfword", None, &["tags=sync", "status=open"]),
+        ("halfword -draft", Some("notes"), &["points=1"]),
+        ("item", None, &["tags=offline"]),
+        ("item", None, &["status=nope"]),
+    ];
+    for (query, under, filters) in filtered {
+        let s = search(query, *under, filters);
+        let expected = key_set(&all_hits!(lite, s, 5));
+        for limit in [1, 4, 100] {
+            assert_eq!(
+                key_set(&all_hits!(pg, s, limit)),
+                expected,
+                "{query:?} {under:?} {filters:?}, pages of {limit}"
+            );
+        }
+    }
+    // Excluded words are in no hit.
+    for hit in all_hits!(pg, search("halfword -draft", None, &[]), 10) {
+        let doc = docs.iter().find(|d| d.key == hit.key).unwrap();
+        assert!(!Words::of(doc).has("draft"), "{}", hit.key);
+    }
+}
+
+#[test]
+fn listings_in_key_order_are_the_same_page_by_page() {
+    let (both, _) = loaded();
+    let (lite, pg) = (both.sqlite.reader().unwrap(), both.pg.reader().unwrap());
+    let cases: &[(&str, Option<&str>, &[&str])] = &[
+        ("", None, &[]),
+        ("", None, &["status=open"]),
+        ("", None, &["tags=sync", "status=open"]),
+        ("", None, &["points=1"]),
+        ("", None, &["status=nope"]),
+        ("", Some("docs/adr"), &[]),
+        ("", Some("docs"), &["tags=offline"]),
+        ("-draft", None, &[]),
+        ("-draft -halfword", Some("features"), &[]),
+        ("-sync*", None, &["status=open"]),
+        ("-\"sign in\"", Some("notes"), &[]),
+        ("OR * -", None, &["tags=sync"]),
+    ];
+    for (query, under, filters) in cases {
+        let s = search(query, *under, filters);
+        let mut resume = None;
+        let mut pages = 0;
+        loop {
+            let expected = lite.search(&s, resume.as_ref(), 4).unwrap();
+            let got = pg.search(&s, resume.as_ref(), 4).unwrap();
+            // Everything: keys, titles, sizes, snippets (the start of
+            // the body), scores, totals and the cursor.
+            assert_eq!(
+                got, expected,
+                "{query:?} {under:?} {filters:?}, page {pages}"
+            );
+            pages += 1;
+            match got.next {
+                Some(next) => resume = Some(next),
+                None => break,
+            }
+        }
+        assert!(pages >= 1);
+    }
+}
+
+#[test]
+fn snippets_mark_a_query_word_and_are_short() {
+    let (both, docs) = loaded();
+    let (lite, pg) = (both.sqlite.reader().unwrap(), both.pg.reader().unwrap());
+    let cases: &[(&str, &[&str])] = &[
+        ("needle", &["needle"]),
+        ("halfword", &["halfword"]),
+        ("quokka", &["quokka"]),
+        ("zephyr", &["zephyr"]),
+        ("cafe", &["cafe"]),
+        ("kiwi OR mango", &["kiwi", "mango"]),
+        ("sync*", &["sync"]),
+        ("filler needle", &["filler", "needle"]),
+        ("FEAT-0012", &["feat"]),
+        ("item", &["item"]),
+        ("bold", &["bold"]),
+    ];
+    for (query, words) in cases {
+        let s = search(query, None, &[]);
+        let expected = all_hits!(lite, s, 100);
+        let hits = all_hits!(pg, s, 7);
+        assert!(!hits.is_empty(), "{query:?}");
+        for hit in &hits {
+            let snippet = &hit.snippet;
+            assert!(
+                snippet.chars().count() <= SNIPPET_CHARS + 4,
+                "{query:?}: {snippet}"
+            );
+            assert!(
+                !snippet.contains(['\n', OPEN, CLOSE]),
+                "{query:?}: {snippet:?}"
+            );
+            let doc = docs.iter().find(|d| d.key == hit.key).unwrap();
+            let shown = words.iter().any(|w| Words::of(doc).shown(w));
+            let folded = fold(snippet);
+            if shown {
+                assert!(
+                    words.iter().any(|w| folded.contains(&format!("**{w}"))),
+                    "{query:?} {}: {snippet}",
+                    hit.key
+                );
+            } else {
+                // A match in the key or the title: the start of the
+                // body, as on SQLite.
+                let sqlite = expected.iter().find(|h| h.key == hit.key).unwrap();
+                assert_eq!(snippet, &sqlite.snippet, "{query:?}");
+            }
+        }
+    }
+    // A match far into a body: a few words before it, `…` where cut.
+    let needle = all_hits!(pg, search("needle", None, &[]), 20);
+    for hit in &needle {
+        assert!(hit.snippet.starts_with("…hay hay"), "{}", hit.snippet);
+        assert!(
+            hit.snippet.contains("hay **needle** stack"),
+            "{}",
+            hit.snippet
+        );
+        assert!(hit.snippet.ends_with("stack…"), "{}", hit.snippet);
+    }
+    // A short body is shown whole, its punctuation kept, with no `…`:
+    // as on SQLite.
+    for i in [1, 2, 3, 4, 6, 7, 9, 11, 13, 23] {
+        let s = search(&unique(i), None, &[]);
+        let (got, expected) = (all_hits!(pg, s, 1), all_hits!(lite, s, 1));
+        assert_eq!(got[0].snippet, expected[0].snippet);
+        assert!(!got[0].snippet.contains('…'), "{}", got[0].snippet);
+    }
+    // A document's own `**` is text, not a mark.
+    let hits = all_hits!(pg, search("ported", None, &[]), 20);
+    assert!(
+        hits[0]
+            .snippet
+            .contains("Some **bold** text, **ported** to C++"),
+        "{}",
+        hits[0].snippet
+    );
+}
+
+#[test]
+fn ranking_puts_keys_and_titles_first_and_ties_in_key_order() {
+    let (both, docs) = loaded();
+    let pg = both.pg.reader().unwrap();
+    let in_title: BTreeSet<String> = docs
+        .iter()
+        .filter(|d| fold(&d.title).contains("zephyr"))
+        .map(|d| d.key.to_string())
+        .collect();
+    let hits = all_hits!(pg, search("zephyr", None, &[]), 4);
+    assert_eq!(in_title.len(), 8);
+    assert!(hits.len() > in_title.len());
+    assert_eq!(
+        key_set(&hits[..in_title.len()]),
+        in_title,
+        "{:?}",
+        keys(&hits)
+    );
+    for pair in hits.windows(2) {
+        let (a, b) = (&pair[0], &pair[1]);
+        assert!(a.score > 0.0 && b.score > 0.0);
+        assert!(
+            a.score > b.score || (a.score == b.score && a.key < b.key),
+            "{} {} then {} {}",
+            a.key,
+            a.score,
+            b.key,
+            b.score
+        );
+    }
+    // A document's id finds it first; a description outranks a body.
+    let hits = all_hits!(pg, search("FEAT-0012", None, &[]), 4);
+    assert_eq!(hits[0].key.to_string(), "features/FEAT-0012");
+    let hits = all_hits!(pg, search("quokka OR halfword", None, &[]), 100);
+    let described: BTreeSet<String> = docs
+        .iter()
+        .filter(|d| d.description.is_some())
+        .map(|d| d.key.to_string())
+        .collect();
+    assert_eq!(described.len(), 10);
+    assert_eq!(key_set(&hits[..10]), described, "{:?}", keys(&hits));
+
+    // Equal scores go by key, across pages, on both backends.
+    let both = BothStores::new();
+    let mut steps: Vec<Step> = (0..12)
+        .rev()
+        .map(|i| {
+            Step::Put(new_doc(
+                &format!("notes/n{i:03}"),
+                "Same",
+                None,
+                None,
+                b"equal words",
+            ))
+        })
+        .collect();
+    steps.push(Step::Put(new_doc(
+        "notes/zz-better",
+        "Equal",
+        None,
+        None,
+        b"equal words",
+    )));
+    both.import(&steps);
+    let mut expected: Vec<String> = (0..12).map(|i| format!("notes/n{i:03}")).collect();
+    expected.insert(0, "notes/zz-better".to_string());
+    let s = search("equal", None, &[]);
+    assert_eq!(keys(&all_hits!(both.pg.reader().unwrap(), s, 5)), expected);
+    assert_eq!(
+        keys(&all_hits!(both.sqlite.reader().unwrap(), s, 5)),
+        expected
+    );
+}
+
+#[test]
+fn a_cursor_resumes_only_its_own_search() {
+    let (both, _) = loaded();
+    let pg = both.pg.reader().unwrap();
+    let (words, other) = (
+        search("halfword", None, &[]),
+        search("halfword", Some("docs"), &[]),
+    );
+    let first = pg.search(&words, None, 5).unwrap();
+    let next = first.next.clone().unwrap();
+    assert_eq!(next, SearchResume::Offset(5));
+    let cursor = encode_search(&words.fingerprint(), &next);
+    assert_eq!(
+        decode_search(&cursor, &other.fingerprint()),
+        Err(CursorError::OtherSearch)
+    );
+    let resumed = decode_search(&cursor, &words.fingerprint()).unwrap();
+    let second = pg.search(&words, Some(&resumed), 5).unwrap();
+    let both_pages: Vec<Hit> = first.hits.iter().chain(&second.hits).cloned().collect();
+    assert_eq!(
+        keys(&both_pages),
+        keys(&pg.search(&words, None, 10).unwrap().hits)
+    );
+    // A key-order cursor, and a cursor of the wrong kind, as on SQLite.
+    let listing = search("", None, &["status=open"]);
+    let next = pg.search(&listing, None, 3).unwrap().next.unwrap();
+    assert!(matches!(next, SearchResume::After(_)));
+    let cursor = encode_search(&listing.fingerprint(), &next);
+    assert_eq!(
+        decode_search(&cursor, &words.fingerprint()),
+        Err(CursorError::OtherSearch)
+    );
+    assert_eq!(
+        pg.search(&words, Some(&next), 5).unwrap(),
+        pg.search(&words, None, 5).unwrap()
+    );
+}
+
+#[test]
+fn no_query_is_a_syntax_error() {
+    let (both, _) = loaded();
+    let (lite, pg) = (both.sqlite.reader().unwrap(), both.pg.reader().unwrap());
+    let long = "halfword' ".repeat(300);
+    let queries = [
+        "'",
+        "''",
+        "\\",
+        "\\'",
+        "a'b",
+        "it's",
+        "'x'*",
+        ":*",
+        "a:*",
+        "kiwi:*AB",
+        "a & b | !c",
+        "<->",
+        "a <-> b",
+        "!!kiwi",
+        "(kiwi",
+        "kiwi)",
+        "\"unclosed",
+        "-\"x y\"",
+        "x*",
+        "\"\\\\\"*",
+        "é*",
+        "日本語*",
+        "kiwi\0mango",
+        "\"\" \"\"",
+        "$1",
+        "%",
+        "_",
+        "E'x'",
+        "'; DROP TABLE documents; --",
+        "kiwi OR",
+        "OR OR OR",
+        "-kiwi -mango",
+        "a-b-c*",
+        "halfword' -'draft",
+        "features/",
+        "/",
+        "orchestra://",
+        "foo:bar",
+        &long,
+    ];
+    for query in queries {
+        let s = search(query, None, &[]);
+        let got = all_hits!(pg, s, 50);
+        let expected = all_hits!(lite, s, 50);
+        let (got, expected) = (key_set(&got), key_set(&expected));
+        // Tokens (see the module's doc): `v2.1` holds no word `1`, a
+        // key no word `features`, `foo.bar` no words `foo` and `bar`.
+        match ["$1", "features/", "foo:bar"].contains(&query) {
+            false => assert_eq!(got, expected, "{query:?}"),
+            true => assert!(got.is_subset(&expected) && got != expected, "{query:?}"),
+        }
+    }
+    assert_eq!(pg.count().unwrap(), 50);
+}
+
+/// What the doc comment says of tokens, held to it: a key's words
+/// are not found one by one; a path, a host name or a signed number is
+/// one token.
+#[test]
+fn tokens_differ_from_sqlite_as_documented() {
+    let both = BothStores::new();
+    both.import(&[
+        Step::Put(new_doc(
+            "features/FEAT-0012",
+            "Offline",
+            None,
+            None,
+            b"Works offline.",
+        )),
+        Step::Put(new_doc(
+            "notes/mention",
+            "Mention",
+            None,
+            None,
+            b"See features/FEAT-0012 and foo.bar, then RFC-2119.",
+        )),
+        Step::Put(new_doc("docs/adr/0006", "Sync", None, None, b"Sync it.")),
+    ]);
+    let (lite, pg) = (both.sqlite.reader().unwrap(), both.pg.reader().unwrap());
+    let check = |query: &str, sqlite: &[&str], postgres: &[&str]| {
+        let s = search(query, None, &[]);
+        let set = |keys: &[&str]| keys.iter().map(|k| k.to_string()).collect::<BTreeSet<_>>();
+        assert_eq!(
+            key_set(&all_hits!(lite, s, 10)),
+            set(sqlite),
+            "{query:?} on SQLite"
+        );
+        assert_eq!(
+            key_set(&all_hits!(pg, s, 10)),
+            set(postgres),
+            "{query:?} on PostgreSQL"
+        );
+    };
+    let both_keys: &[&str] = &["features/FEAT-0012", "notes/mention"];
+    // The path in the body is one token, found whole as a key is.
+    check("FEAT-0012", both_keys, both_keys);
+    check("features/FEAT-0012", both_keys, both_keys);
+    check("0012", both_keys, &[]);
+    check("adr", &["docs/adr/0006"], &[]);
+    check("adr/0006", &["docs/adr/0006"], &["docs/adr/0006"]);
+    check("features", both_keys, &[]);
+    check("foo", &["notes/mention"], &[]);
+    check("foo.bar", &["notes/mention"], &["notes/mention"]);
+    check("RFC-2119", &["notes/mention"], &["notes/mention"]);
+    check("2119", &["notes/mention"], &[]);
+    check("sync", &["docs/adr/0006"], &["docs/adr/0006"]);
+}
+
+#[test]
+fn a_headline_is_put_back_in_its_text() {
+    let m = |s: &str| s.replace('[', "\u{2}").replace(']', "\u{3}");
+    for (text, headline, expected) in [
+        ("# A needle.", "A [needle]", Some("# A **needle**.")),
+        ("x y needle z", "[needle] z", Some("…**needle** z")),
+        ("a needle, b c", "a [needle], b", Some("a **needle**, b…")),
+        ("FEAT-0012 x", "[FEAT][-0012] x", Some("**FEAT-0012** x")),
+        // An HTML tag comes back as a space: the ends are compared.
+        (
+            "see <b>needle</b> now",
+            "see  [needle]  now",
+            Some("see **needle** now"),
+        ),
+        (
+            "a see <b>needle</b> now",
+            "see  [needle]  now",
+            Some("…see **needle** now"),
+        ),
+        ("no match here", "no match here", None),
+    ] {
+        assert_eq!(placed(text, &m(headline)).as_deref(), expected, "{text:?}");
+    }
+}
+
+/// `compile`'s FTS5 expressions, read back, as a tree.
+#[test]
+fn compiled_queries_read_back() {
+    fn show(expr: &Expr) -> String {
+        match expr {
+            Expr::Term { text, prefix } => {
+                format!("{text:?}{}", if *prefix { "*" } else { "" })
+            }
+            Expr::And(a, b) => format!("and({}, {})", show(a), show(b)),
+            Expr::Or(a, b) => format!("or({}, {})", show(a), show(b)),
+            Expr::Not(a, b) => format!("not({}, {})", show(a), show(b)),
+        }
+    }
+    #[track_caller]
+    fn check(query: &str, expected: &str) {
+        let compiled = compile(query);
+        let fts = compiled.matching.or(compiled.excluded).unwrap();
+        assert_eq!(
+            show(&Expr::parse(&fts).unwrap()),
+            expected,
+            "{query:?}: {fts}"
+        );
+    }
+    check("login code", r#"and("login", "code")"#);
+    check("\"sign in\"", r#""sign in""#);
+    check("sync*", r#""sync"*"#);
+    check("\"sign i\"*", r#""sign i"*"#);
+    check("-draft -wip", r#"or("draft", "wip")"#);
+    check("login -draft", r#"not("login", "draft")"#);
+    check(
+        "login OR signin code",
+        r#"and(or("login", "signin"), "code")"#,
+    );
+    check(
+        "a OR b OR c d -x -y",
+        r#"not(and(or(or("a", "b"), "c"), "d"), or("x", "y"))"#,
+    );
+    check(r#"say "hi"#, r#"and("say", "hi")"#);
+    check(r#"x"y z"#, r#"and("x", "y z")"#);
+    check(r#"-"a b" c"#, r#"not("c", "a b")"#);
+    check("AND NOT NEAR(", r#"and(and("AND", "NOT"), "NEAR(")"#);
+    check("**bold**", r#""**bold"*"#);
+    for broken in [
+        "",
+        "\"open",
+        "AND",
+        "\"a\" AND",
+        "(\"a\"",
+        "\"a\")",
+        "\"a\" **",
+        "x",
+    ] {
+        assert!(Expr::parse(broken).is_err(), "{broken:?}");
+    }
+}
