@@ -255,6 +255,7 @@ impl Reader {
 
 /// The one transaction of an import. Dropped without
 /// [`ImportTx::commit`], it rolls back.
+#[allow(clippy::large_enum_variant)] // One per import, never copied about.
 pub enum ImportTx {
     Sqlite(sqlite::ImportTx),
     Postgres(PgImportTx),

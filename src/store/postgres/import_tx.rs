@@ -8,13 +8,17 @@
 //! end, so sequence order is commit order.
 
 use std::cell::{RefCell, RefMut};
+use std::collections::HashMap;
+use std::sync::LazyLock;
 
 use anyhow::{Context, Result, bail};
+use postgres::Statement;
 use r2d2::PooledConnection;
 use r2d2_postgres::PostgresConnectionManager;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::PgStore;
+use super::load::{Load, STAGING};
 use crate::doc::{ChangeKind, DocKey};
 use crate::store::bodies::compress;
 use crate::store::{FEED_IMPORTS, NewDocument, kind_code};
@@ -30,10 +34,49 @@ pub const FEED_CHANNEL: &str = "orchestra_feed";
 /// under it.
 const MAX_INDEXED_BODY: usize = 256 * 1024;
 
+/// The search vector of a document, in SQL, from the expressions of its
+/// key (`prefix/id`), title, description and searched body: key and title
+/// weigh A, the description B, the body D.
+pub(super) fn search_vector(key: &str, title: &str, description: &str, body: &str) -> String {
+    format!(
+        "setweight(to_tsvector('orchestra', {key}), 'A')
+             || setweight(to_tsvector('orchestra', {title}), 'A')
+             || setweight(to_tsvector('orchestra', coalesce({description}, '')), 'B')
+             || setweight(to_tsvector('orchestra', {body}), 'D')"
+    )
+}
+
+static UPDATE_DOCUMENT: LazyLock<&'static str> = LazyLock::new(|| {
+    format!(
+        "UPDATE documents SET
+             size = $3, mtime_ns = $4, hash = $5, is_text = $6, title = $7, description = $8,
+             frontmatter = $9, seq = $10, body = $11, body_start = $12, search = {}, fields = $14
+         WHERE prefix = $1 AND id = $2",
+        search_vector("$1 || '/' || $2", "$7", "$8", "$13")
+    )
+    .leak()
+});
+
+static INSERT_DOCUMENT: LazyLock<&'static str> = LazyLock::new(|| {
+    format!(
+        "INSERT INTO documents
+             (prefix, id, size, mtime_ns, hash, is_text, title, description, frontmatter,
+              seq, body, body_start, search, fields)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, {}, $14)",
+        search_vector("$1 || '/' || $2", "$7", "$8", "$13")
+    )
+    .leak()
+});
+
 /// The one transaction of an import. Dropped without [`PgImportTx::commit`],
 /// it rolls back and the database is exactly as before.
 pub struct PgImportTx {
     conn: RefCell<PooledConnection<PostgresConnectionManager<MakeRustlsConnect>>>,
+    /// Statements prepared once on this connection: a statement by its
+    /// text costs a second round trip each time.
+    statements: RefCell<HashMap<&'static str, Statement>>,
+    /// The documents of a load into an empty database, sent in batches.
+    load: Option<RefCell<Load>>,
     seq: i64,
     replaced: bool,
     starts_empty: bool,
@@ -60,6 +103,8 @@ impl PgStore {
         conn.batch_execute("BEGIN")?;
         let mut tx = PgImportTx {
             conn: RefCell::new(conn),
+            statements: RefCell::default(),
+            load: None,
             seq: 0,
             replaced: false,
             starts_empty: false,
@@ -96,6 +141,10 @@ impl PgStore {
             .query_one("SELECT EXISTS (SELECT 1 FROM documents)", &[])?
             .get(0);
         tx.starts_empty = !holds_documents;
+        if tx.starts_empty {
+            tx.client().batch_execute(STAGING)?;
+            tx.load = Some(RefCell::default());
+        }
         tx.seq = seq + 1;
         Ok(tx)
     }
@@ -121,14 +170,24 @@ impl PgImportTx {
         self.conn.borrow_mut()
     }
 
+    /// `sql`, prepared on this connection the first time.
+    fn prepared(&self, sql: &'static str) -> Result<Statement> {
+        if let Some(statement) = self.statements.borrow().get(sql) {
+            return Ok(statement.clone());
+        }
+        let statement = self.client().prepare(sql)?;
+        self.statements.borrow_mut().insert(sql, statement.clone());
+        Ok(statement)
+    }
+
     /// The stored document with this key, if there is one.
     fn stored(&self, key: &DocKey) -> Result<Option<Stored>> {
+        let statement = self.prepared(
+            "SELECT hash, size, body, title FROM documents WHERE prefix = $1 AND id = $2",
+        )?;
         Ok(self
             .client()
-            .query_opt(
-                "SELECT hash, size, body, title FROM documents WHERE prefix = $1 AND id = $2",
-                &[&key.prefix.as_str(), &key.id],
-            )?
+            .query_opt(&statement, &[&key.prefix.as_str(), &key.id])?
             .map(|row| Stored {
                 hash: row.get(0),
                 size: row.get(1),
@@ -139,27 +198,35 @@ impl PgImportTx {
 
     /// The number the next version of `key` gets.
     fn next_version(&self, key: &DocKey) -> Result<i32> {
+        let statement = self.prepared(
+            "SELECT coalesce(max(version), 0) + 1 FROM versions WHERE prefix = $1 AND id = $2",
+        )?;
         Ok(self
             .client()
-            .query_one(
-                "SELECT coalesce(max(version), 0) + 1 FROM versions WHERE prefix = $1 AND id = $2",
-                &[&key.prefix.as_str(), &key.id],
-            )?
+            .query_one(&statement, &[&key.prefix.as_str(), &key.id])?
             .get(0))
     }
 
     /// Keeps the bytes of `old` in `bodies`, unless that body is there.
     fn archive(&self, old: &Stored) -> Result<()> {
         let compressed = compress(&old.body).context("cannot compress a body")?;
-        self.client().execute(
+        let statement = self.prepared(
             "INSERT INTO bodies (hash, size, zstd) VALUES ($1, $2, $3) ON CONFLICT (hash) DO NOTHING",
-            &[&old.hash, &old.size, &compressed],
         )?;
+        self.client()
+            .execute(&statement, &[&old.hash, &old.size, &compressed])?;
         Ok(())
     }
 
     /// Inserts a document or replaces the stored one with the same key.
     pub fn put(&self, doc: &NewDocument) -> Result<()> {
+        if let Some(load) = &self.load {
+            let full = load.borrow_mut().put(doc, indexed_body(doc));
+            if full {
+                load.borrow_mut().send(&mut self.client(), self.seq)?;
+            }
+            return Ok(());
+        }
         let key = &doc.key;
         let old = self.stored(key)?;
         let same_bytes = old
@@ -171,9 +238,12 @@ impl PgImportTx {
             }
             let number = self.next_version(key)?;
             let seq = self.seq;
-            self.client().execute(
+            let statement = self.prepared(
                 "INSERT INTO versions (prefix, id, version, hash, size, title, is_text, seq)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+            )?;
+            self.client().execute(
+                &statement,
                 &[
                     &key.prefix.as_str(),
                     &key.id,
@@ -193,33 +263,14 @@ impl PgImportTx {
             .filter(|t| !t.is_empty())
             .collect();
         let sql = match old {
-            Some(_) => {
-                "UPDATE documents SET
-                     size = $3, mtime_ns = $4, hash = $5, is_text = $6, title = $7,
-                     description = $8, frontmatter = $9, seq = $10, body = $11, body_start = $12,
-                     search = setweight(to_tsvector('orchestra', $1 || '/' || $2), 'A')
-                         || setweight(to_tsvector('orchestra', $7), 'A')
-                         || setweight(to_tsvector('orchestra', coalesce($8, '')), 'B')
-                         || setweight(to_tsvector('orchestra', $13), 'D'),
-                     fields = $14
-                 WHERE prefix = $1 AND id = $2"
-            }
-            None => {
-                "INSERT INTO documents
-                     (prefix, id, size, mtime_ns, hash, is_text, title, description, frontmatter,
-                      seq, body, body_start, search, fields)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12,
-                     setweight(to_tsvector('orchestra', $1 || '/' || $2), 'A')
-                         || setweight(to_tsvector('orchestra', $7), 'A')
-                         || setweight(to_tsvector('orchestra', coalesce($8, '')), 'B')
-                         || setweight(to_tsvector('orchestra', $13), 'D'),
-                     $14)"
-            }
+            Some(_) => *UPDATE_DOCUMENT,
+            None => *INSERT_DOCUMENT,
         };
         let seq = self.seq;
+        let statement = self.prepared(sql)?;
         self.client()
             .execute(
-                sql,
+                &statement,
                 &[
                     &key.prefix.as_str(),
                     &key.id,
@@ -243,15 +294,21 @@ impl PgImportTx {
 
     /// Records a new mtime for a document whose bytes did not change.
     pub fn touch(&self, key: &DocKey, mtime_ns: i64) -> Result<()> {
-        self.client().execute(
-            "UPDATE documents SET mtime_ns = $3 WHERE prefix = $1 AND id = $2",
-            &[&key.prefix.as_str(), &key.id, &mtime_ns],
-        )?;
+        if self.load.is_some() {
+            bail!("{key}: a load into an empty database has no document to touch");
+        }
+        let statement =
+            self.prepared("UPDATE documents SET mtime_ns = $3 WHERE prefix = $1 AND id = $2")?;
+        self.client()
+            .execute(&statement, &[&key.prefix.as_str(), &key.id, &mtime_ns])?;
         Ok(())
     }
 
     /// Removes a document; its history keeps its bytes and gains a removal.
     pub fn remove(&self, key: &DocKey) -> Result<()> {
+        if self.load.is_some() {
+            bail!("{key}: a load into an empty database has no document to remove");
+        }
         let Some(old) = self.stored(key)? else {
             return Ok(());
         };
@@ -272,11 +329,15 @@ impl PgImportTx {
 
     /// Records a change in the feed, under this import's sequence number.
     pub fn record(&self, kind: ChangeKind, key: &DocKey) -> Result<()> {
+        if let Some(load) = &self.load {
+            load.borrow_mut().record(kind, key);
+            return Ok(());
+        }
         let (seq, kind) = (self.seq, kind_code(kind) as i16);
-        self.client().execute(
-            "INSERT INTO changes (seq, prefix, id, kind) VALUES ($1, $2, $3, $4)",
-            &[&seq, &key.prefix.as_str(), &key.id, &kind],
-        )?;
+        let statement =
+            self.prepared("INSERT INTO changes (seq, prefix, id, kind) VALUES ($1, $2, $3, $4)")?;
+        self.client()
+            .execute(&statement, &[&seq, &key.prefix.as_str(), &key.id, &kind])?;
         Ok(())
     }
 
@@ -284,6 +345,9 @@ impl PgImportTx {
     /// number. Every server listening on [`FEED_CHANNEL`] hears the new
     /// number when the commit is done (and not before).
     pub fn commit(mut self, changed: bool) -> Result<()> {
+        if let Some(load) = &self.load {
+            load.borrow_mut().finish(&mut self.client(), self.seq)?;
+        }
         if changed {
             let seq = self.seq;
             let now_ms = std::time::SystemTime::now()
@@ -325,7 +389,7 @@ impl Drop for PgImportTx {
 
 /// The text of a title or description as PostgreSQL can hold it: its
 /// `text` refuses NUL, which a YAML escape can put in a title.
-fn text(s: &str) -> std::borrow::Cow<'_, str> {
+pub(super) fn text(s: &str) -> std::borrow::Cow<'_, str> {
     match s.contains('\0') {
         true => s.replace('\0', "\u{fffd}").into(),
         false => s.into(),

@@ -15,6 +15,7 @@ mod browse;
 mod feed;
 mod history;
 mod import_tx;
+mod load;
 mod reader;
 mod scan;
 mod search;
