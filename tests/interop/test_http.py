@@ -49,8 +49,10 @@ from test_python_client import (
     ORCHESTRA_BIN,
     Doc,
     content_bytes,
+    BACKENDS,
     generate_backlog,
     list_all,
+    new_db,
     run_import,
 )
 
@@ -191,11 +193,11 @@ class Backlog:
     server: Server
 
 
-@pytest.fixture(scope="module")
-def backlog(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backlog]:
+@pytest.fixture(scope="module", params=BACKENDS)
+def backlog(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Backlog]:
     base = tmp_path_factory.mktemp("http-backlog")
     docs, specials, non_utf8 = generate_backlog(base / "project")
-    db = base / "backlog.db"
+    db = new_db(base, "http_backlog", request.param)
     run_import(base / "project", db)
     with serve_http(db) as server:
         yield Backlog(docs, specials, non_utf8, server)

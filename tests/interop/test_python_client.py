@@ -82,6 +82,31 @@ class Project:
         return {d.uri: d for d in self.docs}
 
 
+# Every test of the backlog runs against both stores: a SQLite file and a PostgreSQL database.
+BACKENDS = ["sqlite", "postgres"]
+
+
+def new_db(base: Path, name: str, backend: str) -> Path | str:
+    """A new store for `name`: a SQLite file under `base`, or a PostgreSQL database on the server
+    the PG* variables name (pg_virtualenv, as scripts/test.sh runs pytest), as its --db."""
+    if backend == "sqlite":
+        return base / f"{name}.db"
+    assert os.environ.get("PGHOST"), (
+        "the PostgreSQL runs need a server: run pytest through pg_virtualenv, as scripts/test.sh does"
+    )
+    dbname = f"interop_{name}_{os.getpid()}".replace("-", "_")
+    for sql in (f"DROP DATABASE IF EXISTS {dbname} WITH (FORCE)", f"CREATE DATABASE {dbname}"):
+        subprocess.run(["psql", "-qc", sql], check=True, capture_output=True, timeout=60)
+    # The whole URL: the SDK's stdio client starts the server with a bare environment (no PG*).
+    env = os.environ
+    user, password = env.get("PGUSER", "postgres"), env.get("PGPASSWORD", "")
+    return f"postgres://{user}:{password}@{env['PGHOST']}:{env.get('PGPORT', '5432')}/{dbname}"
+
+
+def is_postgres(db: Path | str) -> bool:
+    return str(db).startswith("postgres:")
+
+
 def run_import(project_dir: Path, db: Path) -> None:
     assert ORCHESTRA_BIN.exists(), f"orchestra binary not found at {ORCHESTRA_BIN} (set ORCHESTRA_BIN)"
     proc = subprocess.run(
@@ -93,7 +118,7 @@ def run_import(project_dir: Path, db: Path) -> None:
         f"orchestra import failed with exit code {proc.returncode}\n"
         f"stdout: {proc.stdout.decode(errors='replace')}\nstderr: {proc.stderr.decode(errors='replace')}"
     )
-    assert db.exists(), "orchestra import exited 0 but created no database"
+    assert is_postgres(db) or Path(db).exists(), "orchestra import exited 0 but created no database"
 
 
 def with_client(db: Path, mode: str, body: Callable[[Client], Awaitable[Any]], *extra_args: str) -> Any:
@@ -253,8 +278,8 @@ def generate_backlog(root: Path) -> tuple[list[Doc], list[Doc], Doc]:
     return docs, specials, non_utf8
 
 
-@pytest.fixture(scope="session")
-def backlog(tmp_path_factory: pytest.TempPathFactory) -> Project:
+@pytest.fixture(scope="session", params=BACKENDS)
+def backlog(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Project:
     base = tmp_path_factory.mktemp("backlog")
     root = base / "project"
     docs, specials, non_utf8 = generate_backlog(root)
@@ -263,14 +288,14 @@ def backlog(tmp_path_factory: pytest.TempPathFactory) -> Project:
     (root / "features" / "FEAT-9000.txt").write_text("not markdown\n")
     (root / "other").mkdir()
     (root / "other" / "stray.md").write_text("# outside the imported folders\n")
-    db = base / "backlog.db"
+    db = new_db(base, "backlog", request.param)
     run_import(root, db)
     return Project(root, db, docs, specials, non_utf8)
 
 
-@pytest.fixture(scope="session")
-def fixture_project(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    db = tmp_path_factory.mktemp("fixture") / "fixture.db"
+@pytest.fixture(scope="session", params=BACKENDS)
+def fixture_project(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Path:
+    db = new_db(tmp_path_factory.mktemp("fixture"), "fixture", request.param)
     run_import(FIXTURE_PROJECT, db)
     return db
 
