@@ -98,6 +98,10 @@ impl From<CursorError> for RpcError {
 impl From<anyhow::Error> for RpcError {
     fn from(e: anyhow::Error) -> RpcError {
         tracing::error!("internal error: {e:#}");
-        RpcError::internal("Internal error")
+        match e.downcast_ref::<crate::store::Unavailable>() {
+            // Worth saying: the request may succeed later.
+            Some(unavailable) => RpcError::internal(unavailable.to_string()),
+            None => RpcError::internal("Internal error"),
+        }
     }
 }

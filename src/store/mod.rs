@@ -16,6 +16,13 @@ pub use sqlite::{
     SearchPage, StoreStats, Version, VersionBody,
 };
 
+/// The store cannot be reached now (its PostgreSQL server down or
+/// restarting): what a client is told, without the details, which go to
+/// the log. Asking again later may succeed.
+#[derive(Debug, Clone, Copy, thiserror::Error)]
+#[error("the database is unavailable; try again shortly")]
+pub struct Unavailable;
+
 /// Imports whose changes the feed keeps. A server further behind than this
 /// (asleep for a thousand imports) is told that everything may have changed.
 const FEED_IMPORTS: i64 = 1000;

@@ -247,3 +247,60 @@ fn the_password_may_come_from_a_file() {
         }
     }
 }
+
+/// The database going away under a running server (its sessions ended,
+/// new ones refused): requests get `-32603` with a message, promptly, and
+/// the server lives; when the database is back, it serves again without a
+/// restart, and its LISTEN connection, reopened, hears the next import.
+#[test]
+fn a_server_on_postgres_outlives_the_database_going_away() {
+    let (p, pg) = fixture_on_both();
+    let url = pg.url();
+    let mut server = Server::start(std::path::Path::new(&url), &[]);
+    initialize(&mut server);
+    let uri = "orchestra://features/FEAT-002";
+    let subscribed = server.request(&json!({"jsonrpc": "2.0", "id": 1,
+        "method": "resources/subscribe", "params": {"uri": uri}}));
+    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+
+    let mut admin = pg.admin();
+    let name = pg.name();
+    admin
+        .batch_execute(&format!(
+            "ALTER DATABASE {name} ALLOW_CONNECTIONS false;
+             SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}';"
+        ))
+        .unwrap();
+    let asked = Instant::now();
+    let refused = server.request(&json!({"jsonrpc": "2.0", "id": 2,
+        "method": "resources/read", "params": {"uri": uri}}));
+    eprintln!(
+        "while the database is away, after {:?}: {refused}",
+        asked.elapsed()
+    );
+    assert_eq!(
+        refused["error"],
+        json!({"code": -32603, "message": "the database is unavailable; try again shortly"})
+    );
+    assert!(asked.elapsed() < Duration::from_secs(10), "no hang");
+
+    admin
+        .batch_execute(&format!("ALTER DATABASE {name} ALLOW_CONNECTIONS true"))
+        .unwrap();
+    let read = server.request(&json!({"jsonrpc": "2.0", "id": 3,
+        "method": "resources/read", "params": {"uri": uri}}));
+    assert!(read["result"]["contents"][0]["text"].is_string(), "{read}");
+
+    p.file("features/FEAT-002.md", "# Photos, after the outage\n");
+    let started = Instant::now();
+    p.run(&["import", "project", "--db", &url]).assert_success();
+    let heard: Value = serde_json::from_str(&server.recv()).unwrap();
+    eprintln!("heard after {:?}: {heard}", started.elapsed());
+    assert_eq!(
+        heard,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+               "params": {"uri": uri}})
+    );
+    let (_, status) = server.close();
+    assert!(status.success());
+}

@@ -986,6 +986,16 @@ impl PgDatabase {
         format!("postgres:///{}", self.name)
     }
 
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// A connection to the server's own database, for what a database
+    /// cannot do to itself (refusing connections, ending its sessions).
+    pub fn admin(&self) -> postgres::Client {
+        pg_admin()
+    }
+
     /// A connection to this database, for looking at what the binary wrote.
     pub fn client(&self) -> postgres::Client {
         pg_config(&self.name).connect(postgres::NoTls).unwrap()

@@ -180,10 +180,7 @@ impl PgStore {
         if rules.keep.is_none() && rules.keep_since_ms.is_none() {
             bail!("prune needs a rule: --keep N, --older-than DURATION, or both");
         }
-        let mut conn = self
-            .pool
-            .get()
-            .with_context(|| format!("no connection to {}", self.target))?;
+        let mut conn = self.connection()?;
         // Dropped before its commit (an error, a dry run), it rolls back.
         let mut tx = conn
             .transaction()

@@ -96,10 +96,7 @@ impl PgStore {
     /// after any import already running on this database has ended. A
     /// database that holds another project is refused unless `replace`.
     pub fn begin_import(&self, root: &str, replace: bool) -> Result<PgImportTx> {
-        let mut conn = self
-            .pool
-            .get()
-            .with_context(|| format!("no connection to {}", self.target))?;
+        let mut conn = self.connection()?;
         conn.batch_execute("BEGIN")?;
         let mut tx = PgImportTx {
             conn: RefCell::new(conn),

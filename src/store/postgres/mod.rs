@@ -31,6 +31,8 @@ pub use target::{PgEnv, PgTarget};
 use anyhow::{Context, Result, bail};
 use postgres::Client;
 use r2d2::Pool;
+
+use super::Unavailable;
 use r2d2_postgres::PostgresConnectionManager;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
@@ -48,6 +50,9 @@ const MIGRATIONS: &[&str] = &[
 /// The advisory lock under which a server migrates: others wait, then
 /// find the schema current.
 const MIGRATION_LOCK: i64 = 0x6f72_6368_6573_7472; // "orchestr"
+
+/// How long a request waits for a connection when none can be made.
+const CONNECT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Connections per server, as for SQLite.
 const POOL_SIZE: u32 = super::READ_CONNECTIONS as u32;
@@ -97,6 +102,9 @@ impl PgStore {
         let pool = Pool::builder()
             .max_size(POOL_SIZE)
             .min_idle(Some(1))
+            // While the database is down, a request fails after this
+            // rather than waiting (r2d2's default: 30 s).
+            .connection_timeout(CONNECT_TIMEOUT)
             .build_unchecked(manager);
         PgStore { pool, target }
     }
@@ -105,12 +113,20 @@ impl PgStore {
         &self.target
     }
 
+    /// A pooled connection. None to be had (the database down or
+    /// restarting) is [`Unavailable`], after [`CONNECT_TIMEOUT`].
+    pub(super) fn connection(
+        &self,
+    ) -> Result<r2d2::PooledConnection<PostgresConnectionManager<MakeRustlsConnect>>> {
+        self.pool.get().map_err(|e| {
+            anyhow::Error::new(Unavailable)
+                .context(format!("no connection to {}: {e}", self.target))
+        })
+    }
+
     /// The schema version recorded in the database.
     pub fn schema_version(&self) -> Result<usize> {
-        let mut conn = self
-            .pool
-            .get()
-            .with_context(|| format!("no connection to {}", self.target))?;
+        let mut conn = self.connection()?;
         schema_version(&mut conn)
     }
 }

@@ -2,7 +2,7 @@
 
 use std::cell::{Cell, RefCell};
 
-use anyhow::{Context, Result, anyhow};
+use anyhow::{Result, anyhow};
 use r2d2::PooledConnection;
 use r2d2_postgres::PostgresConnectionManager;
 use tokio_postgres_rustls::MakeRustlsConnect;
@@ -22,10 +22,7 @@ pub struct PgReader {
 impl PgStore {
     /// A connection for reads.
     pub fn reader(&self) -> Result<PgReader> {
-        let conn = self
-            .pool
-            .get()
-            .with_context(|| format!("no connection to {}", self.target))?;
+        let conn = self.connection()?;
         Ok(PgReader {
             conn: RefCell::new(conn),
             in_transaction: Cell::new(false),

@@ -2,7 +2,7 @@
 
 use std::collections::VecDeque;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use r2d2::PooledConnection;
 use r2d2_postgres::PostgresConnectionManager;
 use tokio_postgres_rustls::MakeRustlsConnect;
@@ -30,10 +30,7 @@ pub struct PgStoredStats {
 impl PgStore {
     /// Opens a scan of the stored stats; with `stale`, no mtime matches.
     pub fn scan(&self, stale: bool) -> Result<PgStoredStats> {
-        let mut conn = self
-            .pool
-            .get()
-            .with_context(|| format!("no connection to {}", self.target))?;
+        let mut conn = self.connection()?;
         conn.batch_execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")?;
         Ok(PgStoredStats {
             conn: Some(conn),
@@ -46,10 +43,7 @@ impl PgStore {
     /// The folder of the project the database holds; `None` before any
     /// import.
     pub fn project_root(&self) -> Result<Option<String>> {
-        let mut conn = self
-            .pool
-            .get()
-            .with_context(|| format!("no connection to {}", self.target))?;
+        let mut conn = self.connection()?;
         Ok(conn
             .query_opt("SELECT root FROM project", &[])?
             .map(|row| row.get(0)))
