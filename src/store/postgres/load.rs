@@ -22,7 +22,9 @@ pub(super) const STAGING: &str = "CREATE TEMP TABLE load_documents (
     hash bytea NOT NULL, is_text boolean NOT NULL, title text NOT NULL, description text,
     frontmatter text, seq bigint NOT NULL, body bytea NOT NULL, body_start integer NOT NULL,
     indexed text NOT NULL, fields text[] NOT NULL
-) ON COMMIT DROP";
+) ON COMMIT DROP;
+ALTER TABLE load_documents ALTER COLUMN body SET STORAGE EXTERNAL,
+    ALTER COLUMN indexed SET STORAGE EXTERNAL";
 
 /// What a load holds until its next batch is sent.
 #[derive(Default)]
