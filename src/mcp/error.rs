@@ -98,10 +98,10 @@ impl From<CursorError> for RpcError {
 impl From<anyhow::Error> for RpcError {
     fn from(e: anyhow::Error) -> RpcError {
         tracing::error!("internal error: {e:#}");
-        match e.downcast_ref::<crate::store::Unavailable>() {
+        match crate::store::is_unavailable(&e) {
             // Worth saying: the request may succeed later.
-            Some(unavailable) => RpcError::internal(unavailable.to_string()),
-            None => RpcError::internal("Internal error"),
+            true => RpcError::internal(crate::store::Unavailable.to_string()),
+            false => RpcError::internal("Internal error"),
         }
     }
 }

@@ -23,6 +23,22 @@ pub use sqlite::{
 #[error("the database is unavailable; try again shortly")]
 pub struct Unavailable;
 
+/// Whether `error` says that the store cannot be reached now: no
+/// connection to be had ([`Unavailable`]), or PostgreSQL's connection lost
+/// or its server shutting down or starting (SQLSTATE classes 08 and 57P).
+pub fn is_unavailable(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause.is::<Unavailable>()
+            || cause.downcast_ref::<::postgres::Error>().is_some_and(|e| {
+                e.is_closed()
+                    || e.code().is_some_and(|code| {
+                        let code = code.code();
+                        code.starts_with("08") || code.starts_with("57P")
+                    })
+            })
+    })
+}
+
 /// Imports whose changes the feed keeps. A server further behind than this
 /// (asleep for a thousand imports) is told that everything may have changed.
 const FEED_IMPORTS: i64 = 1000;
@@ -133,4 +149,26 @@ pub(in crate::store) fn kind_code(kind: ChangeKind) -> i64 {
         ChangeKind::Updated => 2,
         ChangeKind::Removed => 3,
     }
+}
+
+/// The ids nearest a missing `key`, at most `limit`, in key order, from
+/// `before` (the ids below it, nearest first) and `after` (those above it,
+/// nearest first): half from each side when both have enough, the rest
+/// from the side that has more. The same on both backends.
+pub(in crate::store) fn nearest_of(
+    key: &DocKey,
+    before: Vec<String>,
+    after: Vec<String>,
+    limit: usize,
+) -> Vec<DocKey> {
+    let take_before = before
+        .len()
+        .min(limit.div_ceil(2).max(limit.saturating_sub(after.len())));
+    let take_after = after.len().min(limit - take_before);
+    let mut ids: Vec<String> = before.into_iter().take(take_before).collect();
+    ids.reverse();
+    ids.extend(after.into_iter().take(take_after));
+    ids.into_iter()
+        .map(|id| DocKey::new(key.prefix, id))
+        .collect()
 }

@@ -271,6 +271,20 @@ fn a_server_on_postgres_outlives_the_database_going_away() {
              SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{name}';"
         ))
         .unwrap();
+    // Ending a session is asynchronous: wait until the server has none.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while admin
+        .query_one(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = $1",
+            &[&name],
+        )
+        .unwrap()
+        .get::<_, i64>(0)
+        > 0
+    {
+        assert!(Instant::now() < deadline, "sessions still open");
+        std::thread::sleep(Duration::from_millis(20));
+    }
     let asked = Instant::now();
     let refused = server.request(&json!({"jsonrpc": "2.0", "id": 2,
         "method": "resources/read", "params": {"uri": uri}}));

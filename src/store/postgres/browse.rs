@@ -6,7 +6,7 @@ use super::PgReader;
 use super::reader::key;
 use crate::doc::{DocKey, Prefix};
 use crate::search::Under;
-use crate::store::{DocMeta, DocSummary, PrefixStats, StoreStats, successor};
+use crate::store::{DocMeta, DocSummary, PrefixStats, StoreStats, nearest_of, successor};
 
 /// The id range of a listing: every id under `under`, or every key.
 fn id_bounds(under: &Under) -> (String, Option<String>) {
@@ -126,17 +126,7 @@ impl PgReader {
         )?;
         let after =
             side("SELECT id FROM documents WHERE prefix = $1 AND id > $2 ORDER BY id LIMIT $3")?;
-        let take_before = before
-            .len()
-            .min(limit.div_ceil(2).max(limit.saturating_sub(after.len())));
-        let take_after = after.len().min(limit - take_before);
-        let mut ids: Vec<String> = before.into_iter().take(take_before).collect();
-        ids.reverse();
-        ids.extend(after.into_iter().take(take_after));
-        Ok(ids
-            .into_iter()
-            .map(|id| DocKey::new(key.prefix, id))
-            .collect())
+        Ok(nearest_of(key, before, after, limit))
     }
 
     /// Documents and bytes per prefix, the database's size and the index's

@@ -649,3 +649,25 @@ fn a_database_holding_another_project_is_refused_unless_replaced() {
     let tx = pg.begin_import("/q", true).unwrap();
     assert!(tx.replaces());
 }
+
+#[test]
+fn a_lost_connection_is_unavailable_and_a_bad_query_is_not() {
+    let db = TestDatabase::new();
+    let mut client = connect(&db.target).unwrap();
+    let bad = client
+        .batch_execute("SELECT * FROM no_such_table")
+        .unwrap_err();
+    assert!(!crate::store::is_unavailable(&anyhow::Error::new(bad)));
+    let pid: i32 = client
+        .query_one("SELECT pg_backend_pid()", &[])
+        .unwrap()
+        .get(0);
+    connect(&db.target)
+        .unwrap()
+        .execute("SELECT pg_terminate_backend($1)", &[&pid])
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let lost = client.batch_execute("SELECT 1").unwrap_err();
+    let lost = anyhow::Error::new(lost).context("reading a page");
+    assert!(crate::store::is_unavailable(&lost), "{lost:#}");
+}
