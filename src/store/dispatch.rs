@@ -1,14 +1,14 @@
-//! The store's one interface: `Store`, `Reader`, `ImportTx`, `ChangeWatcher` and `StoredStats` are either backend's, and each call goes to it. The only code that knows there are two.
+//! The store's one interface: `Store`, `Reader`, `ImportTx` and `ChangeWatcher` are either backend's, and each call goes to it. The only code that knows there are two.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
 
-use super::postgres::{PgChangeWatcher, PgImportTx, PgReader, PgStore, PgStoredStats, PgTarget};
+use super::postgres::{PgChangeWatcher, PgImportTx, PgReader, PgStore, PgTarget};
 use super::sqlite;
 use super::{
-    ChangeBatch, DocMeta, DocSummary, Fetched, FileStat, HistoryStats, NewDocument, PruneReport,
-    PruneRules, SearchPage, StoreStats, Version, VersionBody,
+    ChangeBatch, DocMeta, DocSummary, Fetched, HistoryStats, NewDocument, PruneReport, PruneRules,
+    SearchPage, StoreStats, StoredStats, Version, VersionBody,
 };
 use crate::cursor::SearchResume;
 use crate::doc::{ChangeKind, DocKey, Prefix};
@@ -126,19 +126,13 @@ impl Store {
     /// What [`Store::begin_import`] then [`Store::scan`] would see, without
     /// writing: for `--dry-run`.
     pub fn preview_import(&self, root: &str, replace: bool) -> Result<StoredStats> {
-        Ok(match self {
-            Store::Sqlite(store) => StoredStats::Sqlite(store.preview_import(root, replace)?),
-            Store::Postgres(store) => StoredStats::Postgres(store.preview_import(root, replace)?),
-        })
+        either!(self, store => store.preview_import(root, replace))
     }
 
     /// The stored stats of every document, in key order; with `stale`, no
     /// mtime matches a file.
     pub fn scan(&self, stale: bool) -> Result<StoredStats> {
-        Ok(match self {
-            Store::Sqlite(store) => StoredStats::Sqlite(store.scan(stale)?),
-            Store::Postgres(store) => StoredStats::Postgres(store.scan(stale)?),
-        })
+        either!(self, store => store.scan(stale))
     }
 
     /// Removes the past versions `rules` let go, and the bodies no version
@@ -316,32 +310,5 @@ impl ChangeWatcher {
     /// The changes committed since the last call, or `None`.
     pub fn poll(&mut self) -> Result<Option<ChangeBatch>> {
         either!(self, watcher => watcher.poll())
-    }
-}
-
-/// The stored size, mtime and hash of every document, in key order.
-pub enum StoredStats {
-    Sqlite(sqlite::StoredStats),
-    Postgres(PgStoredStats),
-    Empty,
-}
-
-impl StoredStats {
-    /// A scan of nothing: for a load into an empty store, or a dry run
-    /// without one.
-    pub fn empty() -> StoredStats {
-        StoredStats::Empty
-    }
-}
-
-impl Iterator for StoredStats {
-    type Item = Result<(DocKey, FileStat)>;
-
-    fn next(&mut self) -> Option<Self::Item> {
-        match self {
-            StoredStats::Sqlite(stats) => stats.next(),
-            StoredStats::Postgres(stats) => stats.next(),
-            StoredStats::Empty => None,
-        }
     }
 }

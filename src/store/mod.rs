@@ -7,14 +7,16 @@ mod bodies;
 mod dispatch;
 pub mod postgres;
 mod sqlite;
+mod stored_stats;
 
 use crate::doc::{ChangeKind, DocKey};
 
-pub use dispatch::{Access, ChangeWatcher, ImportTx, Location, Reader, Store, StoredStats};
+pub use dispatch::{Access, ChangeWatcher, ImportTx, Location, Reader, Store};
 pub use sqlite::{
     ChangeBatch, DocMeta, HistoryStats, Hit, PrefixStats, PruneReport, PruneRules, SNIPPET_CHARS,
     SearchPage, StoreStats, Version, VersionBody,
 };
+pub use stored_stats::StoredStats;
 
 /// The store cannot be reached now (its PostgreSQL server down or
 /// restarting): what a client is told, without the details, which go to

@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 
 use super::PgReader;
-use super::reader::key;
+use super::reader::summary;
 use crate::doc::{DocKey, Prefix};
 use crate::search::Under;
 use crate::store::{DocMeta, DocSummary, PrefixStats, StoreStats, nearest_of, successor};
@@ -54,17 +54,7 @@ impl PgReader {
                 &[&prefix, &from, &limit],
             )?,
         };
-        rows.into_iter()
-            .map(|row| {
-                Ok(DocSummary {
-                    key: key(row.get(0), row.get(1))?,
-                    title: row.get(2),
-                    description: row.get(3),
-                    size: row.get::<_, i64>(4) as u64,
-                    mtime_ns: row.get(5),
-                })
-            })
-            .collect()
+        rows.iter().map(summary).collect()
     }
 
     /// The number of documents under `under`: a count over the key range.

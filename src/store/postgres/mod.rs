@@ -25,7 +25,6 @@ mod tls;
 pub use feed::PgChangeWatcher;
 pub use import_tx::{FEED_CHANNEL, PgImportTx};
 pub use reader::PgReader;
-pub use scan::PgStoredStats;
 pub use target::{PgEnv, PgTarget};
 
 use anyhow::{Context, Result, bail};

@@ -30,6 +30,18 @@ impl PgStore {
     }
 }
 
+/// A listing's line from the columns `prefix, id, title, description,
+/// size, mtime_ns` of a row.
+pub(super) fn summary(row: &postgres::Row) -> Result<DocSummary> {
+    Ok(DocSummary {
+        key: key(row.get(0), row.get(1))?,
+        title: row.get(2),
+        description: row.get(3),
+        size: row.get::<_, i64>(4) as u64,
+        mtime_ns: row.get(5),
+    })
+}
+
 pub(super) fn key(prefix: &str, id: String) -> Result<DocKey> {
     let prefix = Prefix::parse(prefix)
         .ok_or_else(|| anyhow!("unknown prefix {prefix:?} in the database"))?;
@@ -49,17 +61,7 @@ impl PgReader {
              WHERE (prefix, id) > ($1, $2) ORDER BY prefix, id LIMIT $3",
             &[&prefix, &id, &(limit as i64)],
         )?;
-        rows.into_iter()
-            .map(|row| {
-                Ok(DocSummary {
-                    key: key(row.get(0), row.get(1))?,
-                    title: row.get(2),
-                    description: row.get(3),
-                    size: row.get::<_, i64>(4) as u64,
-                    mtime_ns: row.get(5),
-                })
-            })
-            .collect()
+        rows.iter().map(summary).collect()
     }
 
     /// The document with `key`, unless its body is over `max_body` bytes:

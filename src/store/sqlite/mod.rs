@@ -43,7 +43,6 @@ pub use browse::{DocMeta, PrefixStats, StoreStats};
 pub use feed::{ChangeBatch, ChangeWatcher};
 pub use history::{HistoryStats, PruneReport, PruneRules, Version, VersionBody};
 pub use import_tx::ImportTx;
-pub use scan::StoredStats;
 pub(super) use search::{CLOSE, OPEN, body_start, clip, field_terms, pair_term};
 pub use search::{Hit, SNIPPET_CHARS, SearchPage};
 
@@ -258,7 +257,7 @@ impl Store {
 
     /// What [`Store::begin_import`] followed by [`Store::scan`] would see,
     /// without writing: for `--dry-run`.
-    pub fn preview_import(&self, root: &str, replace: bool) -> Result<StoredStats> {
+    pub fn preview_import(&self, root: &str, replace: bool) -> Result<crate::store::StoredStats> {
         let conn = self.connection()?;
         let stale = matches!(
             project(&conn, root, replace, &self.path)?,
