@@ -15,7 +15,8 @@ MCP client (mcp 2.3.0), the way an application would receive them.
 
 Every notification the client session surfaces is recorded (method, uri, subscription id,
 arrival time) through `Client(message_handler=...)`, so the tests assert both on what must
-arrive and on what must not. Each test works in a fresh copy of fixtures/project.
+arrive and on what must not. Each test works in a fresh copy of fixtures/project, once on a SQLite
+file and once on a PostgreSQL database (where a commit reaches the server by LISTEN/NOTIFY).
 
 The binary comes from $ORCHESTRA_BIN (default: target/release/orchestra in the repo).
 """
@@ -23,7 +24,7 @@ The binary comes from $ORCHESTRA_BIN (default: target/release/orchestra in the r
 from __future__ import annotations
 
 import base64
-import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,10 +43,10 @@ from mcp import Client, MCPError, StdioServerParameters, stdio_client
 from mcp.client.subscriptions import ResourcesListChanged, ResourceUpdated, Subscription
 from mcp.types import BlobResourceContents, TextResourceContents
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-FIXTURE_PROJECT = REPO_ROOT / "fixtures" / "project"
-# A relative $ORCHESTRA_BIN is taken relative to the repository root (an absolute one is used as is).
-ORCHESTRA_BIN = (REPO_ROOT / os.environ.get("ORCHESTRA_BIN", "target/release/orchestra")).resolve()
+# The store helpers of the stdio tests (same folder, on sys.path under pytest's default import
+# mode): a SQLite file or a PostgreSQL database per test, and the synchronous import.
+from test_python_client import BACKENDS, FIXTURE_PROJECT, ORCHESTRA_BIN, new_db
+from test_python_client import run_import as run_import_sync
 
 RPC_TIMEOUT = 30.0  # seconds per request: a hung server fails the test instead of blocking CI
 ARRIVES_WITHIN = 3.0  # a notification that must arrive does so within this many seconds
@@ -138,18 +139,7 @@ class Recorder:
                 await self._arrived.wait()
 
 
-def run_import_sync(project: Path, db: Path) -> None:
-    assert ORCHESTRA_BIN.exists(), f"orchestra binary not found at {ORCHESTRA_BIN} (set ORCHESTRA_BIN)"
-    proc = subprocess.run(
-        [str(ORCHESTRA_BIN), "import", str(project), "--db", str(db)], capture_output=True, timeout=180
-    )
-    assert proc.returncode == 0, (
-        f"orchestra import failed with exit code {proc.returncode}\n"
-        f"stdout: {proc.stdout.decode(errors='replace')}\nstderr: {proc.stderr.decode(errors='replace')}"
-    )
-
-
-async def run_import(project: Path, db: Path) -> float:
+async def run_import(project: Path, db: Path | str) -> float:
     """`orchestra import` as a separate process; returns time.monotonic() at its exit."""
     proc = await anyio.run_process(
         [str(ORCHESTRA_BIN), "import", str(project), "--db", str(db)], check=False
@@ -163,7 +153,7 @@ async def run_import(project: Path, db: Path) -> float:
 
 
 @asynccontextmanager
-async def connect(db: Path, mode: str, rec: Recorder, *extra_args: str) -> AsyncIterator[Client]:
+async def connect(db: Path | str, mode: str, rec: Recorder, *extra_args: str) -> AsyncIterator[Client]:
     """`orchestra serve --db DB [extra]` as a stdio subprocess, a Client in `mode` recording into rec."""
     assert ORCHESTRA_BIN.exists(), f"orchestra binary not found at {ORCHESTRA_BIN} (set ORCHESTRA_BIN)"
     params = StdioServerParameters(command=str(ORCHESTRA_BIN), args=["serve", "--db", str(db), *extra_args])
@@ -193,11 +183,17 @@ def run(body: Any) -> Any:
     return anyio.run(main)
 
 
-def fresh_project(tmp_path: Path) -> tuple[Path, Path]:
-    """A copy of fixtures/project and a database path outside it (not yet imported)."""
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return request.param
+
+
+def fresh_project(tmp_path: Path, backend: str) -> tuple[Path, Path | str]:
+    """A copy of fixtures/project and a new store outside it (not yet imported): a SQLite file
+    beside the copy, or an empty PostgreSQL database named after the test's folder."""
     project = tmp_path / "project"
     shutil.copytree(FIXTURE_PROJECT, project)
-    return project, tmp_path / "orchestra.db"
+    return project, new_db(tmp_path, "live_" + re.sub(r"[^a-z0-9]+", "_", tmp_path.name.lower()), backend)
 
 
 def edit(path: Path, tag: str) -> bytes:
@@ -248,8 +244,8 @@ def assert_none(rec: Recorder, mark: int, method: str | None = None, uri: str | 
 # 1. two processes, handshake era
 
 
-def test_legacy_subscribe_two_processes(tmp_path: Path) -> None:
-    project, db = fresh_project(tmp_path)
+def test_legacy_subscribe_two_processes(tmp_path: Path, backend: str) -> None:
+    project, db = fresh_project(tmp_path, backend)
     run_import_sync(project, db)
     feat1 = project / "features" / "FEAT-001.md"
     feat2 = project / "features" / "FEAT-002.md"
@@ -353,8 +349,8 @@ def test_legacy_subscribe_two_processes(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("mode", ["2026-07-28", "auto"])
-def test_listen_two_processes(tmp_path: Path, mode: str) -> None:
-    project, db = fresh_project(tmp_path)
+def test_listen_two_processes(tmp_path: Path, backend: str, mode: str) -> None:
+    project, db = fresh_project(tmp_path, backend)
     run_import_sync(project, db)
     feat1 = project / "features" / "FEAT-001.md"
     feat2 = project / "features" / "FEAT-002.md"
@@ -491,8 +487,8 @@ def test_listen_two_processes(tmp_path: Path, mode: str) -> None:
 # 3. serve --watch DIR: the server imports by itself
 
 
-def test_watch_legacy(tmp_path: Path) -> None:
-    project, db = fresh_project(tmp_path)  # no import: `serve --watch` runs the first one
+def test_watch_legacy(tmp_path: Path, backend: str) -> None:
+    project, db = fresh_project(tmp_path, backend)  # no import: `serve --watch` runs the first one
     feat1 = project / "features" / "FEAT-001.md"
     feat3 = project / "features" / "FEAT-003.md"
     rec = Recorder()
@@ -542,8 +538,8 @@ def test_watch_legacy(tmp_path: Path) -> None:
     run(body)
 
 
-def test_watch_listen(tmp_path: Path) -> None:
-    project, db = fresh_project(tmp_path)
+def test_watch_listen(tmp_path: Path, backend: str) -> None:
+    project, db = fresh_project(tmp_path, backend)
     run_import_sync(project, db)
     feat1 = project / "features" / "FEAT-001.md"
     rec = Recorder()
@@ -592,8 +588,8 @@ def write_bulk(project: Path, round_: int) -> None:
         bulk_path(project, n).write_text(f"# Bulk {n}\n\nround {round_}\n")
 
 
-def test_ten_thousand_changes(tmp_path: Path) -> None:
-    project, db = fresh_project(tmp_path)
+def test_ten_thousand_changes(tmp_path: Path, backend: str) -> None:
+    project, db = fresh_project(tmp_path, backend)
     (project / "features" / "bulk").mkdir()
     write_bulk(project, 1)
     run_import_sync(project, db)
