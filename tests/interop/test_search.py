@@ -20,6 +20,10 @@ Each search is followed page by page (small `limit`, `nextCursor`), and every pa
 never increase, snippets of at most one short line, one `resource_link` per hit, in hit order,
 and every linked document readable with `resources/read`, byte-exact.
 
+Every test runs on a SQLite file and on a PostgreSQL database: the same hits, totals, pages, titles,
+descriptions, links and snippets (PostgreSQL ranks by `ts_rank`, so only the scores differ, and
+they are only checked never to increase).
+
 The Python client always negotiates the newest handshake version (2025-11-25) in "legacy" mode,
 so the text-only result of sessions older than 2025-06-18 is not reachable through it without
 patching the client; the Rust tests cover it.
@@ -36,11 +40,8 @@ import math
 import os
 import random
 import re
-import subprocess
-import sys
-import tempfile
 import unicodedata
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,16 +50,15 @@ from urllib.parse import quote
 import anyio
 import jsonschema
 import pytest
-from mcp import Client, MCPError, StdioServerParameters, stdio_client
+from mcp import Client, MCPError
 from mcp.types import BlobResourceContents, ResourceLink, TextContent, TextResourceContents
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
-# A relative $ORCHESTRA_BIN is taken relative to the repository root (an absolute one is used as is).
-ORCHESTRA_BIN = (REPO_ROOT / os.environ.get("ORCHESTRA_BIN", "target/release/orchestra")).resolve()
+# The store and client helpers of the stdio tests (same folder, on sys.path under pytest's default
+# import mode): a SQLite file or a PostgreSQL database, the import, a stdio session in a mode.
+from test_python_client import BACKENDS, new_db, run_import, with_client
 
 MODES = ["legacy", "auto", "2026-07-28"]
 EXPECTED_PROTOCOL = {"legacy": "2025-11-25", "auto": "2026-07-28", "2026-07-28": "2026-07-28"}
-RPC_TIMEOUT = 30.0  # seconds per request: a hung server fails the test instead of blocking CI
 PAGE = 7  # hits per page: small, so that most planted words need several pages
 MAX_SNIPPET = 220  # "about 200 characters": 200, an ellipsis, a closing `**`, some slack
 SEED = 20261201
@@ -278,7 +278,7 @@ def _insert(rng: random.Random, doc: Doc, text: str) -> None:
 @dataclass
 class Backlog:
     root: Path
-    db: Path
+    db: Path | str
     docs: list[Doc]
     _fields: dict[int, list[list[str]]] = field(default_factory=dict)
 
@@ -441,22 +441,8 @@ def plant(rng: random.Random, docs: list[Doc]) -> None:
     _insert(rng, by_key["notes/meetings/2026/05"], "glimmerwick brontosaurine quillfeather")
 
 
-def run_import(project_dir: Path, db: Path) -> str:
-    assert ORCHESTRA_BIN.exists(), f"orchestra binary not found at {ORCHESTRA_BIN} (set ORCHESTRA_BIN)"
-    proc = subprocess.run(
-        [str(ORCHESTRA_BIN), "import", str(project_dir), "--db", str(db)],
-        capture_output=True,
-        timeout=120,
-    )
-    assert proc.returncode == 0, (
-        f"orchestra import failed with exit code {proc.returncode}\n"
-        f"stdout: {proc.stdout.decode(errors='replace')}\nstderr: {proc.stderr.decode(errors='replace')}"
-    )
-    return proc.stdout.decode(errors="replace")
-
-
-@pytest.fixture(scope="module")
-def backlog(tmp_path_factory: pytest.TempPathFactory) -> Backlog:
+@pytest.fixture(scope="module", params=BACKENDS)
+def backlog(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Backlog:
     rng = random.Random(SEED)
     base = tmp_path_factory.mktemp("search")
     root = base / "project"
@@ -465,7 +451,7 @@ def backlog(tmp_path_factory: pytest.TempPathFactory) -> Backlog:
     docs.extend(binary_docs())
     for doc in docs:
         doc.write(root)
-    db = base / "search.db"
+    db = new_db(base, "search", request.param)
     run_import(root, db)
     backlog = Backlog(root, db, docs)
     # The generator must have produced what the tests rely on.
@@ -484,30 +470,6 @@ def backlog(tmp_path_factory: pytest.TempPathFactory) -> Backlog:
 
 # --------------------------------------------------------------------------------------
 # the client
-
-
-def with_client(db: Path, mode: str, body: Callable[[Client], Awaitable[Any]]) -> Any:
-    """Start `orchestra serve --db DB` as a stdio subprocess, connect a Client in `mode`, run body."""
-    params = StdioServerParameters(command=str(ORCHESTRA_BIN), args=["serve", "--db", str(db)])
-
-    async def main() -> Any:
-        with tempfile.TemporaryFile(mode="w+") as errlog:
-            try:
-                async with Client(
-                    stdio_client(params, errlog=errlog),
-                    mode=mode,
-                    read_timeout_seconds=RPC_TIMEOUT,
-                ) as client:
-                    with anyio.fail_after(120):
-                        return await body(client)
-            except BaseException:
-                errlog.seek(0)
-                tail = errlog.read()[-4000:]
-                if tail:
-                    sys.stderr.write(f"--- orchestra serve stderr (mode={mode}) ---\n{tail}\n")
-                raise
-
-    return anyio.run(main)
 
 
 @dataclass
@@ -872,7 +834,8 @@ def test_bad_arguments_and_unknown_tool(backlog: Backlog, mode: str) -> None:
 # a re-import after edits, seen by a session that stays open
 
 
-def test_reimport_after_edits(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_reimport_after_edits(tmp_path: Path, backend: str) -> None:
     rng = random.Random(SEED + 1)
     root = tmp_path / "project"
     docs = [d for d in generate_docs(rng) if d.prefix != "features" or d.id < "FEAT-0040"]
@@ -882,7 +845,7 @@ def test_reimport_after_edits(tmp_path: Path) -> None:
         _insert(rng, doc, "tessellane")
     for doc in docs:
         doc.write(root)
-    db = tmp_path / "reimport.db"
+    db = new_db(tmp_path, "reimport", backend)
     run_import(root, db)
     before = Backlog(root, db, [copy.deepcopy(d) for d in docs])  # as imported: the edits below change docs
     expected_before = [
