@@ -5,6 +5,9 @@ The server asks `roots/list` after `notifications/initialized`, serves the first
 that holds a project (imported into that root's `.orchestra/`), and on
 `notifications/roots/list_changed` asks again and switches, sending
 `notifications/resources/list_changed`. A client without roots gets an empty server.
+
+SQLite only: the roots are asked only when no database is named (a PostgreSQL one always is), and
+a chosen root is imported into the SQLite file `.orchestra/orchestra.db` inside it.
 """
 
 from __future__ import annotations
