@@ -86,7 +86,7 @@ class Server:
 
 
 @contextmanager
-def serve_http(db: Path, *extra: str) -> Iterator[Server]:
+def serve_http(db: Path | str, *extra: str) -> Iterator[Server]:
     """`orchestra serve --db DB --http 127.0.0.1:0`; the URL from its start-up line on stderr."""
     assert ORCHESTRA_BIN.exists(), f"orchestra binary not found at {ORCHESTRA_BIN} (set ORCHESTRA_BIN)"
     with tempfile.TemporaryDirectory() as tmp:
@@ -321,7 +321,7 @@ class Recorder:
         return found[0]
 
 
-async def commit(project: Path, db: Path) -> None:
+async def commit(project: Path, db: Path | str) -> None:
     """`orchestra import` as a separate process."""
     proc = await anyio.run_process([str(ORCHESTRA_BIN), "import", str(project), "--db", str(db)], check=False)
     assert proc.returncode == 0, f"orchestra import failed: {proc.stderr.decode(errors='replace')}"
@@ -339,18 +339,18 @@ async def read_bytes(client: Client, uri: str) -> bytes:
     return content_bytes(result.contents[0])
 
 
-@pytest.fixture
-def live(tmp_path: Path) -> Iterator[tuple[Path, Path, Server]]:
-    """A fresh copy of fixtures/project, imported, and a server on it."""
+@pytest.fixture(params=BACKENDS)
+def live(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[tuple[Path, Path | str, Server]]:
+    """A fresh copy of fixtures/project, imported into a new store, and a server on it."""
     project = tmp_path / "project"
     shutil.copytree(FIXTURE_PROJECT, project)
-    db = tmp_path / "orchestra.db"
+    db = new_db(tmp_path, "http_live_" + re.sub(r"[^a-z0-9]+", "_", tmp_path.name.lower()), request.param)
     run_import(project, db)
     with serve_http(db) as server:
         yield project, db, server
 
 
-def test_http_legacy_subscribe(live: tuple[Path, Path, Server]) -> None:
+def test_http_legacy_subscribe(live: tuple[Path, Path | str, Server]) -> None:
     project, db, server = live
     feat1, feat2 = project / "features" / "FEAT-001.md", project / "features" / "FEAT-002.md"
     rec = Recorder()
@@ -404,7 +404,7 @@ def test_http_legacy_subscribe(live: tuple[Path, Path, Server]) -> None:
 
 
 @pytest.mark.parametrize("mode", ["2026-07-28", "auto"])
-def test_http_listen(live: tuple[Path, Path, Server], mode: str) -> None:
+def test_http_listen(live: tuple[Path, Path | str, Server], mode: str) -> None:
     project, db, server = live
     feat1, feat2 = project / "features" / "FEAT-001.md", project / "features" / "FEAT-002.md"
     rec = Recorder()
