@@ -46,11 +46,11 @@ echo "==> interop: TypeScript clients (npm ci)"
 
 export ORCHESTRA_BIN="$ROOT/target/release/orchestra"
 
-echo "==> interop: pytest (the stdio and HTTP suites on SQLite and on a throwaway PostgreSQL 15)"
+echo "==> interop: pytest (on SQLite and on a throwaway PostgreSQL 15)"
 pg_virtualenv -t -v 15 "$INTEROP/.venv/bin/python" -m pytest -q -p no:cacheprovider "$INTEROP"
 
 echo "==> conformance: @modelcontextprotocol/conformance against serve --http"
 "$ROOT/tests/conformance/run.sh"
 
-echo "==> interop: node --test"
-node --test "$INTEROP/"
+echo "==> interop: node --test (on SQLite and on a throwaway PostgreSQL 15)"
+pg_virtualenv -t -v 15 node --test "$INTEROP/"

@@ -4,6 +4,9 @@
 // - @modelcontextprotocol/client 2.x: legacy, auto (server/discover probe on a sibling
 //   process, then the stateless envelope) and pinned 2026-07-28.
 //
+// Each on a SQLite file and on a PostgreSQL database (backends.mjs: the PG* variables of
+// pg_virtualenv, as scripts/test.sh runs it).
+//
 // Run with `node --test tests/interop/`. The binary comes from $ORCHESTRA_BIN
 // (default: target/release/orchestra in the repository).
 
@@ -20,6 +23,8 @@ import { StdioClientTransport as StdioClientTransportV1 } from '@modelcontextpro
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { Client as ClientV2, ResourceNotFoundError } from '@modelcontextprotocol/client';
 import { StdioClientTransport as StdioClientTransportV2 } from '@modelcontextprotocol/client/stdio';
+
+import { BACKENDS, isPostgres, newDb } from './backends.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO_ROOT = resolve(HERE, '..', '..');
@@ -63,13 +68,18 @@ function fixtureDocuments() {
   return docs;
 }
 
-function importFixture() {
+function importFixture(backend, name) {
   assert.ok(existsSync(ORCHESTRA_BIN), `orchestra binary not found at ${ORCHESTRA_BIN} (set ORCHESTRA_BIN)`);
   const dir = mkdtempSync(join(tmpdir(), 'orchestra-ts-'));
-  const db = join(dir, 'fixture.db');
-  execFileSync(ORCHESTRA_BIN, ['import', FIXTURE_PROJECT, '--db', db], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
-  assert.ok(existsSync(db), 'orchestra import exited 0 but created no database');
-  return { dir, db };
+  try {
+    const db = newDb(dir, name, backend);
+    execFileSync(ORCHESTRA_BIN, ['import', FIXTURE_PROJECT, '--db', db], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
+    assert.ok(isPostgres(db) || existsSync(db), 'orchestra import exited 0 but created no database');
+    return { dir, db };
+  } catch (e) {
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
+  }
 }
 
 function serverParams(db) {
@@ -181,46 +191,50 @@ async function exerciseFixture(client, { notFoundCode, isProtocolError, aggregat
   assert.equal(again.contents.length, 1);
 }
 
-test('@modelcontextprotocol/sdk 1.x client, handshake era', async () => {
-  const { dir, db } = importFixture();
-  const client = new ClientV1({ name: 'orchestra-interop-v1', version: '1.0.0' });
-  try {
-    await client.connect(new StdioClientTransportV1(serverParams(db)), { timeout: REQUEST_TIMEOUT_MS });
-    assert.ok(client.getServerCapabilities()?.resources, 'no resources capability in the initialize result');
-    await exerciseFixture(client, { notFoundCode: -32002, isProtocolError: (e) => e instanceof McpError });
-  } finally {
-    await client.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
-
-// The 2.x client reports a missing resource as ResourceNotFoundError (code -32602) in every era;
-// the code the server actually sent is checked on the wire: -32002 (handshake), -32602 (2026-07-28).
-for (const [label, mode, era, wireCode] of [
-  ['legacy', 'legacy', 'handshake', -32002],
-  ['auto', 'auto', '2026-07-28', -32602],
-  ['pinned 2026-07-28', { pin: '2026-07-28' }, '2026-07-28', -32602],
-]) {
-  test(`@modelcontextprotocol/client 2.x client, ${label}`, async () => {
-    const { dir, db } = importFixture();
-    const client = new ClientV2({ name: 'orchestra-interop-v2', version: '2.0.0' }, { versionNegotiation: { mode } });
+for (const backend of BACKENDS) {
+  test(`@modelcontextprotocol/sdk 1.x client, handshake era [${backend}]`, async () => {
+    const { dir, db } = importFixture(backend, 'client_v1');
+    const client = new ClientV1({ name: 'orchestra-interop-v1', version: '1.0.0' });
     try {
-      const transport = new StdioClientTransportV2(serverParams(db));
-      await client.connect(transport, { timeout: REQUEST_TIMEOUT_MS });
-      const wireErrors = tapErrors(transport);
-      wireErrors.expectedCode = wireCode;
-      const negotiated = client.getNegotiatedProtocolVersion();
-      if (era === 'handshake') assert.notEqual(negotiated, '2026-07-28');
-      else assert.equal(negotiated, era, `negotiated protocol version ${negotiated}`);
-      await exerciseFixture(client, {
-        notFoundCode: -32602,
-        isProtocolError: (e) => ResourceNotFoundError.isInstance(e),
-        wireErrors,
-        aggregates: true,
-      });
+      await client.connect(new StdioClientTransportV1(serverParams(db)), { timeout: REQUEST_TIMEOUT_MS });
+      assert.ok(client.getServerCapabilities()?.resources, 'no resources capability in the initialize result');
+      await exerciseFixture(client, { notFoundCode: -32002, isProtocolError: (e) => e instanceof McpError });
     } finally {
       await client.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });
+}
+
+// The 2.x client reports a missing resource as ResourceNotFoundError (code -32602) in every era;
+// the code the server actually sent is checked on the wire: -32002 (handshake), -32602 (2026-07-28).
+for (const backend of BACKENDS) {
+  for (const [label, mode, era, wireCode] of [
+    ['legacy', 'legacy', 'handshake', -32002],
+    ['auto', 'auto', '2026-07-28', -32602],
+    ['pinned 2026-07-28', { pin: '2026-07-28' }, '2026-07-28', -32602],
+  ]) {
+    test(`@modelcontextprotocol/client 2.x client, ${label} [${backend}]`, async () => {
+      const { dir, db } = importFixture(backend, `client_v2_${label}`);
+      const client = new ClientV2({ name: 'orchestra-interop-v2', version: '2.0.0' }, { versionNegotiation: { mode } });
+      try {
+        const transport = new StdioClientTransportV2(serverParams(db));
+        await client.connect(transport, { timeout: REQUEST_TIMEOUT_MS });
+        const wireErrors = tapErrors(transport);
+        wireErrors.expectedCode = wireCode;
+        const negotiated = client.getNegotiatedProtocolVersion();
+        if (era === 'handshake') assert.notEqual(negotiated, '2026-07-28');
+        else assert.equal(negotiated, era, `negotiated protocol version ${negotiated}`);
+        await exerciseFixture(client, {
+          notFoundCode: -32602,
+          isProtocolError: (e) => ResourceNotFoundError.isInstance(e),
+          wireErrors,
+          aggregates: true,
+        });
+      } finally {
+        await client.close();
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  }
 }

@@ -9,6 +9,10 @@
 // of UTF-8 documents only), as FTS5's `unicode61 remove_diacritics 2` tokenizer splits them:
 // runs of letters and digits, case and accents folded.
 //
+// Each on a SQLite file and on a PostgreSQL database (backends.mjs: the PG* variables of
+// pg_virtualenv, as scripts/test.sh runs it): the same hits, pages and titles; PostgreSQL ranks
+// by ts_rank, so the scores are only checked never to rise.
+//
 // Run with `node --test tests/interop/`. The binary comes from $ORCHESTRA_BIN
 // (default: target/release/orchestra in the repository).
 
@@ -25,6 +29,8 @@ import { StdioClientTransport as StdioClientTransportV1 } from '@modelcontextpro
 import { McpError } from '@modelcontextprotocol/sdk/types.js';
 import { Client as ClientV2 } from '@modelcontextprotocol/client';
 import { StdioClientTransport as StdioClientTransportV2 } from '@modelcontextprotocol/client/stdio';
+
+import { BACKENDS, newDb } from './backends.mjs';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const REPO_ROOT = resolve(HERE, '..', '..');
@@ -167,17 +173,22 @@ function generateBacklog(root) {
   return docs;
 }
 
-function importBacklog() {
+function importBacklog(backend, name) {
   assert.ok(existsSync(ORCHESTRA_BIN), `orchestra binary not found at ${ORCHESTRA_BIN} (set ORCHESTRA_BIN)`);
   const dir = mkdtempSync(join(tmpdir(), 'orchestra-ts-search-'));
-  const docs = generateBacklog(join(dir, 'project'));
-  const db = join(dir, 'search.db');
-  execFileSync(ORCHESTRA_BIN, ['import', join(dir, 'project'), '--db', db], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
-  for (const word of PLANTED) {
-    const size = reference(docs, word.query).size;
-    assert.ok(size > 2 * LIMIT && size < docs.length, `generator: ${word.query} is in ${size} documents`);
+  try {
+    const docs = generateBacklog(join(dir, 'project'));
+    const db = newDb(dir, name, backend);
+    execFileSync(ORCHESTRA_BIN, ['import', join(dir, 'project'), '--db', db], { stdio: ['ignore', 'pipe', 'pipe'], timeout: 60_000 });
+    for (const word of PLANTED) {
+      const size = reference(docs, word.query).size;
+      assert.ok(size > 2 * LIMIT && size < docs.length, `generator: ${word.query} is in ${size} documents`);
+    }
+    return { dir, db, docs };
+  } catch (e) {
+    rmSync(dir, { recursive: true, force: true });
+    throw e;
   }
-  return { dir, db, docs };
 }
 
 function serverParams(db) {
@@ -242,44 +253,46 @@ function checkPages(docs, query, pages) {
 // ---------------------------------------------------------------------------------------
 // the tests
 
-test('search tool, @modelcontextprotocol/sdk 1.x client, handshake era', async () => {
-  const { dir, db, docs } = importBacklog();
-  const client = new ClientV1({ name: 'orchestra-interop-search-v1', version: '1.0.0' });
-  try {
-    await client.connect(new StdioClientTransportV1(serverParams(db)), { timeout: REQUEST_TIMEOUT_MS });
-    assert.ok(client.getServerCapabilities()?.tools, 'no tools capability in the initialize result');
-    const { tools } = await client.listTools(undefined, { timeout: REQUEST_TIMEOUT_MS });
-    assert.deepEqual(tools.map((t) => t.name), ['search', 'history', 'diff']);
-    assert.ok(tools[0].outputSchema, 'the search tool has no outputSchema');
-    // listTools primed the client's outputSchema validation: callTool checks structuredContent.
-    const call = (args) => client.callTool({ name: 'search', arguments: args }, undefined, { timeout: REQUEST_TIMEOUT_MS });
-    for (const { query } of PLANTED) checkPages(docs, query, await searchAll(call, query));
-    checkPages(docs, 'Zürichsee', await searchAll(call, 'Zürichsee'));
-    await assert.rejects(
-      client.callTool({ name: 'find', arguments: { query: 'x' } }, undefined, { timeout: REQUEST_TIMEOUT_MS }),
-      (err) => err instanceof McpError && err.code === -32602,
-    );
-  } finally {
-    await client.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+for (const backend of BACKENDS) {
+  test(`search tool, @modelcontextprotocol/sdk 1.x client, handshake era [${backend}]`, async () => {
+    const { dir, db, docs } = importBacklog(backend, 'search_v1');
+    const client = new ClientV1({ name: 'orchestra-interop-search-v1', version: '1.0.0' });
+    try {
+      await client.connect(new StdioClientTransportV1(serverParams(db)), { timeout: REQUEST_TIMEOUT_MS });
+      assert.ok(client.getServerCapabilities()?.tools, 'no tools capability in the initialize result');
+      const { tools } = await client.listTools(undefined, { timeout: REQUEST_TIMEOUT_MS });
+      assert.deepEqual(tools.map((t) => t.name), ['search', 'history', 'diff']);
+      assert.ok(tools[0].outputSchema, 'the search tool has no outputSchema');
+      // listTools primed the client's outputSchema validation: callTool checks structuredContent.
+      const call = (args) => client.callTool({ name: 'search', arguments: args }, undefined, { timeout: REQUEST_TIMEOUT_MS });
+      for (const { query } of PLANTED) checkPages(docs, query, await searchAll(call, query));
+      checkPages(docs, 'Zürichsee', await searchAll(call, 'Zürichsee'));
+      await assert.rejects(
+        client.callTool({ name: 'find', arguments: { query: 'x' } }, undefined, { timeout: REQUEST_TIMEOUT_MS }),
+        (err) => err instanceof McpError && err.code === -32602,
+      );
+    } finally {
+      await client.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
 
-test('search tool, @modelcontextprotocol/client 2.x pinned 2026-07-28', async () => {
-  const { dir, db, docs } = importBacklog();
-  const client = new ClientV2(
-    { name: 'orchestra-interop-search-v2', version: '2.0.0' },
-    { versionNegotiation: { mode: { pin: '2026-07-28' } } },
-  );
-  try {
-    await client.connect(new StdioClientTransportV2(serverParams(db)), { timeout: REQUEST_TIMEOUT_MS });
-    assert.equal(client.getNegotiatedProtocolVersion(), '2026-07-28');
-    const { tools } = await client.listTools(undefined, { timeout: REQUEST_TIMEOUT_MS });
-    assert.deepEqual(tools.map((t) => t.name), ['search', 'history', 'diff']);
-    const call = (args) => client.callTool({ name: 'search', arguments: args }, { timeout: REQUEST_TIMEOUT_MS });
-    checkPages(docs, 'quillfeather', await searchAll(call, 'quillfeather'));
-  } finally {
-    await client.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-});
+  test(`search tool, @modelcontextprotocol/client 2.x pinned 2026-07-28 [${backend}]`, async () => {
+    const { dir, db, docs } = importBacklog(backend, 'search_v2');
+    const client = new ClientV2(
+      { name: 'orchestra-interop-search-v2', version: '2.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    try {
+      await client.connect(new StdioClientTransportV2(serverParams(db)), { timeout: REQUEST_TIMEOUT_MS });
+      assert.equal(client.getNegotiatedProtocolVersion(), '2026-07-28');
+      const { tools } = await client.listTools(undefined, { timeout: REQUEST_TIMEOUT_MS });
+      assert.deepEqual(tools.map((t) => t.name), ['search', 'history', 'diff']);
+      const call = (args) => client.callTool({ name: 'search', arguments: args }, { timeout: REQUEST_TIMEOUT_MS });
+      checkPages(docs, 'quillfeather', await searchAll(call, 'quillfeather'));
+    } finally {
+      await client.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+}
