@@ -26,7 +26,6 @@ from __future__ import annotations
 import base64
 import re
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
