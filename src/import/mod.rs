@@ -204,7 +204,10 @@ pub fn run(opts: &Options) -> Result<Report> {
             let shown = &shown;
             scope.spawn(move || {
                 for candidate in read_rx {
-                    let outcome = read::read_candidate(candidate, opts.max_file_size, shown);
+                    let mut outcome = read::read_candidate(candidate, opts.max_file_size, shown);
+                    if let read::Outcome::Put { doc, .. } = &mut outcome {
+                        opts.db.prepare(doc);
+                    }
                     if done.send(outcome).is_err() {
                         break;
                     }

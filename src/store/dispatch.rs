@@ -32,6 +32,17 @@ impl std::fmt::Display for Location {
     }
 }
 
+impl Location {
+    /// Makes what this backend's index needs of `doc` beyond what
+    /// [`NewDocument::new`] makes for both: called by import's reader
+    /// threads, in parallel, so that its one writer does not.
+    pub fn prepare(&self, doc: &mut NewDocument) {
+        if let Location::Postgres(_) = self {
+            doc.pg_vector = Some(super::postgres::vector_of(doc));
+        }
+    }
+}
+
 /// How a command opens its store.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Access {

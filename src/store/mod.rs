@@ -104,6 +104,9 @@ pub struct NewDocument {
     body_start: usize,
     /// Its row in the fields' index (`fields::terms_of`).
     field_terms: String,
+    /// Its search vector on PostgreSQL, when import's reader threads made
+    /// it ([`Location::prepare`]); else the writer makes it.
+    pg_vector: Option<postgres::TsVector>,
 }
 
 impl NewDocument {
@@ -119,6 +122,7 @@ impl NewDocument {
         NewDocument {
             body_start: sqlite::body_start(&body),
             field_terms: sqlite::field_terms(frontmatter.as_deref()),
+            pg_vector: None,
             key,
             stat,
             is_text,

@@ -7,9 +7,9 @@
 //! on an advisory lock taken when the transaction begins and held to its
 //! end, so sequence order is commit order.
 
+use std::borrow::Cow;
 use std::cell::{RefCell, RefMut};
 use std::collections::HashMap;
-use std::sync::LazyLock;
 
 use anyhow::{Context, Result, bail};
 use postgres::Statement;
@@ -18,7 +18,8 @@ use r2d2_postgres::PostgresConnectionManager;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::PgStore;
-use super::load::{Load, STAGING};
+use super::load::Load;
+use super::words::{TsVector, document_vector};
 use crate::doc::{ChangeKind, DocKey};
 use crate::store::bodies::compress;
 use crate::store::{FEED_IMPORTS, NewDocument, kind_code};
@@ -29,44 +30,15 @@ pub(super) const IMPORT_LOCK: i64 = 0x6f72_6368_696d_706f; // "orchimpo"
 /// The channel on which a commit announces its sequence number.
 pub const FEED_CHANNEL: &str = "orchestra_feed";
 
-/// The largest part of a body that goes into its search vector: PostgreSQL
-/// refuses a `tsvector` over 1 MB, and a body's first 256 KB make one well
-/// under it.
-const MAX_INDEXED_BODY: usize = 256 * 1024;
+const UPDATE_DOCUMENT: &str = "UPDATE documents SET
+         size = $3, mtime_ns = $4, hash = $5, is_text = $6, title = $7, description = $8,
+         frontmatter = $9, seq = $10, body = $11, body_start = $12, search = $13, fields = $14
+     WHERE prefix = $1 AND id = $2";
 
-/// The search vector of a document, in SQL, from the expressions of its
-/// key (`prefix/id`), title, description and searched body: key and title
-/// weigh A, the description B, the body D.
-pub(super) fn search_vector(key: &str, title: &str, description: &str, body: &str) -> String {
-    format!(
-        "setweight(to_tsvector('orchestra', {key}), 'A')
-             || setweight(to_tsvector('orchestra', {title}), 'A')
-             || setweight(to_tsvector('orchestra', coalesce({description}, '')), 'B')
-             || setweight(to_tsvector('orchestra', {body}), 'D')"
-    )
-}
-
-static UPDATE_DOCUMENT: LazyLock<&'static str> = LazyLock::new(|| {
-    format!(
-        "UPDATE documents SET
-             size = $3, mtime_ns = $4, hash = $5, is_text = $6, title = $7, description = $8,
-             frontmatter = $9, seq = $10, body = $11, body_start = $12, search = {}, fields = $14
-         WHERE prefix = $1 AND id = $2",
-        search_vector("$1 || '/' || $2", "$7", "$8", "$13")
-    )
-    .leak()
-});
-
-static INSERT_DOCUMENT: LazyLock<&'static str> = LazyLock::new(|| {
-    format!(
-        "INSERT INTO documents
-             (prefix, id, size, mtime_ns, hash, is_text, title, description, frontmatter,
-              seq, body, body_start, search, fields)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, {}, $14)",
-        search_vector("$1 || '/' || $2", "$7", "$8", "$13")
-    )
-    .leak()
-});
+const INSERT_DOCUMENT: &str = "INSERT INTO documents
+         (prefix, id, size, mtime_ns, hash, is_text, title, description, frontmatter,
+          seq, body, body_start, search, fields)
+     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)";
 
 /// The one transaction of an import. Dropped without [`PgImportTx::commit`],
 /// it rolls back and the database is exactly as before.
@@ -139,7 +111,6 @@ impl PgStore {
             .get(0);
         tx.starts_empty = !holds_documents;
         if tx.starts_empty {
-            tx.client().batch_execute(STAGING)?;
             tx.load = Some(RefCell::default());
         }
         tx.seq = seq + 1;
@@ -218,7 +189,7 @@ impl PgImportTx {
     /// Inserts a document or replaces the stored one with the same key.
     pub fn put(&self, doc: &NewDocument) -> Result<()> {
         if let Some(load) = &self.load {
-            let full = load.borrow_mut().put(doc, indexed_body(doc));
+            let full = load.borrow_mut().put(doc);
             if full {
                 load.borrow_mut().send(&mut self.client(), self.seq)?;
             }
@@ -253,15 +224,15 @@ impl PgImportTx {
                 ],
             )?;
         }
-        let indexed = indexed_body(doc);
+        let vector = vector(doc);
         let fields: Vec<&str> = doc
             .field_terms
             .split(' ')
             .filter(|t| !t.is_empty())
             .collect();
         let sql = match old {
-            Some(_) => *UPDATE_DOCUMENT,
-            None => *INSERT_DOCUMENT,
+            Some(_) => UPDATE_DOCUMENT,
+            None => INSERT_DOCUMENT,
         };
         let seq = self.seq;
         let statement = self.prepared(sql)?;
@@ -281,7 +252,7 @@ impl PgImportTx {
                     &seq,
                     &doc.body,
                     &(doc.body_start as i32),
-                    &indexed,
+                    &*vector,
                     &fields,
                 ],
             )
@@ -393,19 +364,28 @@ pub(super) fn text(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// What the search vector holds of the body: the Markdown of a UTF-8
-/// document past its frontmatter (as SQLite's `search_source`), its first
-/// [`MAX_INDEXED_BODY`] bytes, NUL as a space.
-fn indexed_body(doc: &NewDocument) -> String {
-    if !doc.is_text {
-        return String::new();
-    }
-    let body = doc.body.get(doc.body_start..).unwrap_or_default();
-    let cut = &body[..body.len().min(MAX_INDEXED_BODY)];
-    // The cut may fall inside a character: keep the whole ones before it.
-    let markdown = match std::str::from_utf8(cut) {
-        Ok(text) => text,
-        Err(e) => std::str::from_utf8(&cut[..e.valid_up_to()]).unwrap_or_default(),
+/// The search vector of `doc`: its key and title (weight A), its
+/// description (B), and the Markdown of a UTF-8 document past its
+/// frontmatter (D), as SQLite's `search_source`.
+pub(in crate::store) fn vector_of(doc: &NewDocument) -> TsVector {
+    let markdown = match doc.is_text {
+        true => std::str::from_utf8(doc.body.get(doc.body_start..).unwrap_or_default())
+            .unwrap_or_default(),
+        false => "",
     };
-    markdown.replace('\0', " ")
+    document_vector(
+        doc.key.prefix.as_str(),
+        &doc.key.id,
+        &doc.title,
+        doc.description.as_deref(),
+        markdown,
+    )
+}
+
+/// The search vector of `doc`, as import's reader threads made it, or now.
+pub(super) fn vector(doc: &NewDocument) -> Cow<'_, TsVector> {
+    match &doc.pg_vector {
+        Some(vector) => Cow::Borrowed(vector),
+        None => Cow::Owned(vector_of(doc)),
+    }
 }

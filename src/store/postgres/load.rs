@@ -1,4 +1,4 @@
-//! A load into an empty PostgreSQL database: the documents go in batches through binary COPY into a staging table, and at the commit into `documents` with their search vectors, and into `versions`, in two statements.
+//! A load into an empty PostgreSQL database: the documents, with the search vectors import made, go in batches through binary COPY into `documents`, and at the commit into `versions` in one statement.
 //!
 //! Row by row, a document costs several round trips (about 2.5 ms each on
 //! loopback with TLS: 25 s for 10k documents); a batch costs one COPY.
@@ -8,23 +8,14 @@ use postgres::Client;
 use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::{ToSql, Type};
 
-use super::import_tx::{search_vector, text};
+use super::import_tx::{text, vector};
+use super::words::TsVector;
 use crate::doc::{ChangeKind, DocKey};
 use crate::store::{NewDocument, kind_code};
 
 /// Bytes of documents held before they are sent: the import's memory does
 /// not grow with the number of documents.
 const BATCH_BYTES: usize = 8 << 20;
-
-/// The staging table of a load, gone at its commit.
-pub(super) const STAGING: &str = "CREATE TEMP TABLE load_documents (
-    prefix text NOT NULL, id text NOT NULL, size bigint NOT NULL, mtime_ns bigint NOT NULL,
-    hash bytea NOT NULL, is_text boolean NOT NULL, title text NOT NULL, description text,
-    frontmatter text, seq bigint NOT NULL, body bytea NOT NULL, body_start integer NOT NULL,
-    indexed text NOT NULL, fields text[] NOT NULL
-) ON COMMIT DROP;
-ALTER TABLE load_documents ALTER COLUMN body SET STORAGE EXTERNAL,
-    ALTER COLUMN indexed SET STORAGE EXTERNAL";
 
 /// What a load holds until its next batch is sent.
 #[derive(Default)]
@@ -34,7 +25,7 @@ pub(super) struct Load {
     changes: Vec<(&'static str, String, i16)>,
 }
 
-/// A document as the staging table holds it.
+/// A document as a batch holds it.
 struct Row {
     prefix: &'static str,
     id: String,
@@ -47,15 +38,15 @@ struct Row {
     frontmatter: Option<String>,
     body: Vec<u8>,
     body_start: i32,
-    indexed: String,
+    search: TsVector,
     fields: Vec<String>,
 }
 
 impl Load {
-    /// Holds `doc`, whose searched text is `indexed`; whether the batch is
-    /// full and must be sent.
-    pub(super) fn put(&mut self, doc: &NewDocument, indexed: String) -> bool {
-        self.bytes += doc.body.len() + indexed.len() + doc.key.id.len() + 256;
+    /// Holds `doc`; whether the batch is full and must be sent.
+    pub(super) fn put(&mut self, doc: &NewDocument) -> bool {
+        let search = vector(doc).into_owned();
+        self.bytes += doc.body.len() + search.encoded_len() + doc.key.id.len() + 256;
         self.documents.push(Row {
             prefix: doc.key.prefix.as_str(),
             id: doc.key.id.clone(),
@@ -68,7 +59,7 @@ impl Load {
             frontmatter: doc.frontmatter.clone(),
             body: doc.body.clone(),
             body_start: doc.body_start as i32,
-            indexed,
+            search,
             fields: doc
                 .field_terms
                 .split(' ')
@@ -85,13 +76,13 @@ impl Load {
             .push((key.prefix.as_str(), key.id.clone(), kind_code(kind) as i16));
     }
 
-    /// Sends what is held: the documents to the staging table, the feed rows
-    /// to `changes`, each as one binary COPY.
+    /// Sends what is held: the documents to `documents`, the feed rows to
+    /// `changes`, each as one binary COPY.
     pub(super) fn send(&mut self, client: &mut Client, seq: i64) -> Result<()> {
         if !self.documents.is_empty() {
             let sink = client.copy_in(
-                "COPY load_documents (prefix, id, size, mtime_ns, hash, is_text, title,
-                     description, frontmatter, seq, body, body_start, indexed, fields)
+                "COPY documents (prefix, id, size, mtime_ns, hash, is_text, title,
+                     description, frontmatter, seq, body, body_start, search, fields)
                  FROM STDIN BINARY",
             )?;
             let types = [
@@ -107,7 +98,7 @@ impl Load {
                 Type::INT8,
                 Type::BYTEA,
                 Type::INT4,
-                Type::TEXT,
+                Type::TS_VECTOR,
                 Type::TEXT_ARRAY,
             ];
             let mut writer = BinaryCopyInWriter::new(sink, &types);
@@ -125,7 +116,7 @@ impl Load {
                     &seq,
                     &row.body,
                     &row.body_start,
-                    &row.indexed,
+                    &row.search,
                     &row.fields,
                 ];
                 writer
@@ -147,26 +138,19 @@ impl Load {
         Ok(())
     }
 
-    /// Sends the last batch, then moves the staged documents into
-    /// `documents` with their search vectors, and gives each its next
-    /// version (1, or after the versions of a document removed before).
+    /// Sends the last batch, then gives each document of the load its
+    /// version: 1, or the next after those of a document removed before.
     pub(super) fn finish(&mut self, client: &mut Client, seq: i64) -> Result<()> {
         self.send(client, seq)?;
-        let vector = search_vector("prefix || '/' || id", "title", "description", "indexed");
-        client.batch_execute(&format!(
-            "INSERT INTO documents (prefix, id, size, mtime_ns, hash, is_text, title,
-                 description, frontmatter, seq, body, body_start, search, fields)
-             SELECT prefix, id, size, mtime_ns, hash, is_text, title, description,
-                 frontmatter, seq, body, body_start, {vector}, fields
-             FROM load_documents;
-             INSERT INTO versions (prefix, id, version, hash, size, title, is_text, seq)
-             SELECT l.prefix, l.id, coalesce(v.last, 0) + 1, l.hash, l.size, l.title,
-                 l.is_text, l.seq
-             FROM load_documents l
+        client.batch_execute(
+            "INSERT INTO versions (prefix, id, version, hash, size, title, is_text, seq)
+             SELECT d.prefix, d.id, coalesce(v.last, 0) + 1, d.hash, d.size, d.title,
+                 d.is_text, d.seq
+             FROM documents d
              LEFT JOIN (SELECT prefix, id, max(version) AS last FROM versions
                         GROUP BY prefix, id) v
-                 ON v.prefix = l.prefix AND v.id = l.id;"
-        ))?;
+                 ON v.prefix = d.prefix AND v.id = d.id",
+        )?;
         Ok(())
     }
 }

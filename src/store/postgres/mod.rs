@@ -21,11 +21,14 @@ mod scan;
 mod search;
 mod target;
 mod tls;
+mod words;
 
 pub use feed::PgChangeWatcher;
+pub(super) use import_tx::vector_of;
 pub use import_tx::{FEED_CHANNEL, PgImportTx};
 pub use reader::PgReader;
 pub use target::{PgEnv, PgTarget};
+pub use words::TsVector;
 
 use anyhow::{Context, Result, bail};
 use postgres::Client;
@@ -35,15 +38,47 @@ use super::Unavailable;
 use r2d2_postgres::PostgresConnectionManager;
 use tokio_postgres_rustls::MakeRustlsConnect;
 
+/// A migration: its SQL, and what orchestra does next in the same
+/// transaction, for what SQL cannot do.
+struct Migration {
+    sql: &'static str,
+    then: Option<fn(&mut postgres::Transaction) -> Result<()>>,
+}
+
 /// The schema, one migration per entry, in order. Append only.
-const MIGRATIONS: &[&str] = &[
-    include_str!("../../../migrations/postgres/0001_documents.sql"),
-    include_str!("../../../migrations/postgres/0002_changes.sql"),
-    include_str!("../../../migrations/postgres/0003_listing_index.sql"),
-    include_str!("../../../migrations/postgres/0004_search.sql"),
-    include_str!("../../../migrations/postgres/0005_imports.sql"),
-    include_str!("../../../migrations/postgres/0006_history.sql"),
-    include_str!("../../../migrations/postgres/0007_fields_index.sql"),
+const MIGRATIONS: &[Migration] = &[
+    Migration {
+        sql: include_str!("../../../migrations/postgres/0001_documents.sql"),
+        then: None,
+    },
+    Migration {
+        sql: include_str!("../../../migrations/postgres/0002_changes.sql"),
+        then: None,
+    },
+    Migration {
+        sql: include_str!("../../../migrations/postgres/0003_listing_index.sql"),
+        then: None,
+    },
+    Migration {
+        sql: include_str!("../../../migrations/postgres/0004_search.sql"),
+        then: None,
+    },
+    Migration {
+        sql: include_str!("../../../migrations/postgres/0005_imports.sql"),
+        then: None,
+    },
+    Migration {
+        sql: include_str!("../../../migrations/postgres/0006_history.sql"),
+        then: None,
+    },
+    Migration {
+        sql: include_str!("../../../migrations/postgres/0007_fields_index.sql"),
+        then: None,
+    },
+    Migration {
+        sql: include_str!("../../../migrations/postgres/0008_search_words.sql"),
+        then: Some(words::rebuild),
+    },
 ];
 
 /// The advisory lock under which a server migrates: others wait, then
@@ -181,9 +216,12 @@ fn migrate(client: &mut Client) -> Result<()> {
             MIGRATIONS.len()
         );
     }
-    for (number, sql) in MIGRATIONS.iter().enumerate().skip(version) {
-        tx.batch_execute(sql)
-            .with_context(|| format!("migration {:04} failed", number + 1))?;
+    for (number, migration) in MIGRATIONS.iter().enumerate().skip(version) {
+        let failed = || format!("migration {:04} failed", number + 1);
+        tx.batch_execute(migration.sql).with_context(failed)?;
+        if let Some(then) = migration.then {
+            then(&mut tx).with_context(failed)?;
+        }
     }
     tx.execute(
         "INSERT INTO orchestra_schema (singleton, version) VALUES (1, $1)

@@ -266,6 +266,9 @@ pub(super) fn doc(
 }
 
 /// What one import does, on either backend.
+// Steps are few and short-lived: a boxed document would only make every
+// test's list of steps noisier.
+#[allow(clippy::large_enum_variant)]
 pub(super) enum Step {
     Put(NewDocument),
     Touch(&'static str, i64),

@@ -83,6 +83,10 @@ pub(in crate::store) const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/sqlite/0007_fields_index.sql"),
         then: Some(search::fill_fields),
     },
+    Migration {
+        sql: include_str!("../../../migrations/sqlite/0008_search_words.sql"),
+        then: None,
+    },
 ];
 
 const PAGE_SIZE: u32 = 16 * 1024;

@@ -3,10 +3,11 @@
 //! The query is compiled once, by `crate::search`, into the FTS5 expression
 //! SQLite runs; that expression (quoted terms, `AND`, `OR`, `NOT`,
 //! parentheses, a `*` for a prefix: a grammar of our own making, never the
-//! user's) is read back here and becomes a `tsquery` built in SQL from bound
-//! values: a term is `phraseto_tsquery('orchestra', $n)`, a prefix term
-//! `to_tsquery('orchestra', $n)` of one quoted operand ending in `:*`. No
-//! user text is ever SQL or `tsquery` syntax.
+//! user's) is read back here and written as a `tsquery` whose operands are
+//! the terms' words, split as the vectors' were (`words`), each quoted: a
+//! term is a phrase of its words (`<->`), a prefix term's last word a
+//! prefix (`:*`). The `tsquery` is bound as a value: no user text is ever
+//! SQL, nor `tsquery` syntax.
 //!
 //! # Where PostgreSQL answers differently
 //! - Ranking: `ts_rank` with the weights key and title 1.0, description 0.5,
@@ -15,32 +16,21 @@
 //!   frequency: in a query of several words, a rare word weighs no more than
 //!   a common one. So the order of hits may differ from SQLite's; the hits,
 //!   the total and the ties (by key) do not. Scores are `real`.
-//! - Tokens: PostgreSQL's parser is not SQLite's `unicode61`, and the vector
-//!   is made by it. A key is one token (`features/feat-0012`, a path), so
-//!   the words of a key are not found one by one: `0012` or `adr` find no
-//!   key. To find a document by its id, a term without spaces also matches
-//!   the whole key `PREFIX/term` (`FEAT-0012`, `adr/0006`, `FEAT-00*`). In
-//!   text, `FEAT-0012` is `feat` and `-0012` (a signed number), so `0012`
-//!   alone does not find it; `foo.bar`, `v2.1`, `a/b` and e-mail addresses
-//!   are one token each (found whole, not by their parts); `C++` is `c`, as
-//!   on SQLite. The same text in the query is parsed the same way, so a term
-//!   finds the text it copies.
-//! - Phrases: the key, title, description and body are one vector, so a
-//!   phrase may run from the end of one into the next; positions stop at
-//!   16383, and only the first 256 KB of a body are indexed.
-//! - Prefixes: every word of a prefix term is a prefix (`"sign i"*` is
-//!   `sign:* <-> i:*`; SQLite: only the last).
-//! - Snippets: `ts_headline`'s best fragment of 32 words, then clipped by the
-//!   SQLite store's own rule (`clip`: one line of at most
-//!   [`SNIPPET_CHARS`](crate::store::SNIPPET_CHARS), a few words before the
-//!   first match, `…` where text was cut). `ts_headline` marks every word of
-//!   a phrase wherever it occurs in the fragment, not only in the phrase.
+//! - Words are SQLite's (`unicode61 remove_diacritics 2`, made by orchestra
+//!   at import: `words`), so a query finds the same documents on both. Only
+//!   positions differ: they stop at 16383, a word keeps its first 256, and a
+//!   vector keeps the distinct words that fit PostgreSQL's 1 MB.
+//! - Snippets are made by orchestra (`snippet`) as FTS5 makes them: the
+//!   window of 32 words with the most distinct matched terms, each match
+//!   marked whole, clipped by the SQLite store's rule (`clip`), from the
+//!   first 256 KB of a body. The window may start a word or two away from
+//!   SQLite's.
 
 use anyhow::Result;
 use postgres::types::ToSql;
 
-use self::query::Expr;
-use self::snippet::{indexed_text, lead, placed};
+use self::query::{Expr, Phrase};
+use self::snippet::{indexed_text, lead, snippet};
 use super::reader::{PgReader, key};
 use crate::cursor::SearchResume;
 use crate::search::Search;
@@ -51,14 +41,7 @@ use crate::store::{Hit, SearchPage, successor};
 /// B (description) and A (key, title), and normalization 1 (divided by
 /// 1 + the log of the document's length, as BM25 favours short documents).
 const RANK: &str = "ts_rank('{0.1, 0.1, 0.5, 1.0}', d.search, q.q, 1)";
-/// The options of `ts_headline`: the best fragment of about as many words as
-/// SQLite's snippet has tokens, matches marked as `clip` expects. `ShortWord=0`
-/// lets a fragment start with a short word: otherwise `ts_headline` puts the
-/// match first, with no context before it.
-const HEADLINE: &str =
-    "StartSel=\u{2}, StopSel=\u{3}, MaxFragments=1, MaxWords=32, MinWords=16, ShortWord=0";
-/// The part of a body that the search vector holds (`import_tx`'s
-/// `MAX_INDEXED_BODY`), and so the part whose matches a snippet can show.
+/// The part of a body a snippet is made from.
 const INDEXED_BODY: usize = 256 * 1024;
 /// Bytes of a body a snippet without a match is made from, as on SQLite.
 const LEAD_BYTES: usize = 2048;
@@ -126,19 +109,6 @@ impl PgReader {
         })
     }
 
-    /// The `tsquery` of an FTS5 expression made by `search::compile`, as
-    /// text (which reads back as the same `tsquery`).
-    fn tsquery(&self, fts: &str) -> Result<String> {
-        let expr = Expr::parse(fts)?;
-        let mut params = Params::default();
-        let sql = format!("SELECT ({})::text", expr.sql(&mut params));
-        Ok(self
-            .conn
-            .borrow_mut()
-            .query_one(&sql, &params.refs())?
-            .get(0))
-    }
-
     /// Hits by relevance, ties by key, paged by offset as on SQLite.
     fn ranked(
         &self,
@@ -153,7 +123,15 @@ impl PgReader {
             // fingerprint would differ. Start over rather than fail.
             _ => 0,
         };
-        let query = self.tsquery(matching)?;
+        let expr = Expr::parse(matching)?;
+        let Some(query) = expr.tsquery() else {
+            // Terms without words: nothing matches.
+            return Ok(SearchPage {
+                hits: Vec::new(),
+                total: 0,
+                next: None,
+            });
+        };
         let mut params = Params::default();
         let q = params.bind(query.clone());
         let conditions = filters(search, &mut params);
@@ -200,7 +178,7 @@ impl PgReader {
             (hits.len() > limit).then(|| SearchResume::Offset(offset.saturating_add(limit as u64)));
         hits.truncate(limit);
         heads.truncate(limit);
-        self.snippets(&query, &mut hits, &heads)?;
+        PgReader::snippets(&expr.phrases(), &mut hits, &heads);
         Ok(SearchPage {
             hits,
             total: total as u64,
@@ -210,38 +188,14 @@ impl PgReader {
 
     /// Fills the snippets of a ranked page: the body around its best match,
     /// else the description around it, else (a match in the key or title)
-    /// the start of the body. One statement for the whole page.
-    fn snippets(&self, query: &str, hits: &mut [Hit], heads: &[Option<Vec<u8>>]) -> Result<()> {
-        // The text the vector was made from, so that the headline finds the
-        // matches the search found.
-        let bodies: Vec<String> = heads
-            .iter()
-            .map(|head| head.as_deref().map(indexed_text).unwrap_or_default())
-            .collect();
-        let descriptions: Vec<Option<String>> =
-            hits.iter().map(|hit| hit.description.clone()).collect();
-        let rows = self.conn.borrow_mut().query(
-            "SELECT ts_headline('orchestra', t.body, q.q, $2),
-                    CASE WHEN t.description IS NOT NULL
-                         THEN ts_headline('orchestra', t.description, q.q, $2) END
-             FROM unnest($3::text[], $4::text[]) WITH ORDINALITY AS t(body, description, n),
-                  (SELECT $1::text::tsquery AS q) q
-             ORDER BY t.n",
-            &[&query, &HEADLINE, &bodies, &descriptions],
-        )?;
-        for (i, row) in rows.iter().enumerate() {
-            let body: String = row.get(0);
-            let description: Option<String> = row.get(1);
-            hits[i].snippet = match placed(&bodies[i], &body) {
-                Some(snippet) => snippet,
-                None => description
-                    .as_deref()
-                    .zip(hits[i].description.as_deref())
-                    .and_then(|(marked, text)| placed(text, marked))
-                    .unwrap_or_else(|| lead(heads[i].as_deref())),
-            };
+    /// the start of the body.
+    fn snippets(phrases: &[Phrase], hits: &mut [Hit], heads: &[Option<Vec<u8>>]) {
+        for (hit, head) in hits.iter_mut().zip(heads) {
+            let body = head.as_deref().map(indexed_text).unwrap_or_default();
+            hit.snippet = snippet(&body, phrases)
+                .or_else(|| hit.description.as_deref().and_then(|d| snippet(d, phrases)))
+                .unwrap_or_else(|| lead(head.as_deref()));
         }
-        Ok(())
     }
 
     /// Hits in key order: a search with filters only, or with exclusions
@@ -255,8 +209,12 @@ impl PgReader {
     ) -> Result<SearchPage> {
         let mut params = Params::default();
         let mut conditions = filters(search, &mut params);
-        if let Some(excluded) = excluded {
-            let excluded = params.bind(self.tsquery(excluded)?);
+        if let Some(excluded) = excluded
+            .map(Expr::parse)
+            .transpose()?
+            .and_then(|e| e.tsquery())
+        {
+            let excluded = params.bind(excluded);
             conditions.push_str(&format!(" AND NOT d.search @@ {excluded}::text::tsquery"));
         }
         let total: i64 = self

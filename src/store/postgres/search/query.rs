@@ -1,9 +1,8 @@
-//! The query on PostgreSQL: the FTS5 expression `search::compile` writes (a grammar of our own), read back into terms, AND, OR and NOT, and built into a `tsquery` from bound values.
+//! The query on PostgreSQL: the FTS5 expression `search::compile` writes (a grammar of our own), read back into terms, AND, OR and NOT, and written as a `tsquery` whose operands are quoted words (never the user's syntax).
 
 use anyhow::{Result, bail};
 
-use super::Params;
-use crate::doc::Prefix;
+use crate::store::postgres::words::{phrase, words};
 
 /// A query as `search::compile` writes it for FTS5, read back.
 #[derive(Debug, Clone, PartialEq)]
@@ -41,49 +40,69 @@ impl Expr {
         Ok(expr)
     }
 
-    /// The SQL of the `tsquery`, every term a bound value.
-    pub(super) fn sql(&self, params: &mut Params) -> String {
+    /// The `tsquery` as text, its words split as the vectors' were
+    /// ([`phrase`]); `None` when it can match nothing (a term with no
+    /// words, as `++`, matches nothing, as on SQLite).
+    pub(super) fn tsquery(&self) -> Option<String> {
         match self {
-            Expr::Term { text, prefix } => {
-                let mut alternatives = vec![term(text, *prefix, params)];
-                // A key is one token, `prefix/id`: a term that may be an id
-                // also matches it whole.
-                if !text.contains(char::is_whitespace) {
-                    for p in Prefix::ALL {
-                        alternatives.push(term(&format!("{p}/{text}"), *prefix, params));
-                    }
-                }
-                format!("({})", alternatives.join(" || "))
-            }
-            Expr::And(a, b) => format!("({} && {})", a.sql(params), b.sql(params)),
-            Expr::Or(a, b) => format!("({} || {})", a.sql(params), b.sql(params)),
-            Expr::Not(a, b) => format!("({} && !!{})", a.sql(params), b.sql(params)),
+            Expr::Term { text, prefix } => phrase(text, *prefix),
+            Expr::And(a, b) => Some(format!("({} & {})", a.tsquery()?, b.tsquery()?)),
+            Expr::Or(a, b) => match (a.tsquery(), b.tsquery()) {
+                (Some(a), Some(b)) => Some(format!("({a} | {b})")),
+                (one, other) => one.or(other),
+            },
+            Expr::Not(a, b) => match (a.tsquery()?, b.tsquery()) {
+                (a, Some(b)) => Some(format!("({a} & !{b})")),
+                (a, None) => Some(a),
+            },
         }
     }
 }
 
-/// One term as a `tsquery`: its words in sequence, parsed as the vector's
-/// text was; a prefix term's as prefixes.
-pub(super) fn term(text: &str, prefix: bool, params: &mut Params) -> String {
-    if !prefix {
-        return format!(
-            "phraseto_tsquery('orchestra', {})",
-            params.bind(text.to_string())
-        );
+impl Expr {
+    /// The terms a hit's snippet marks, as phrases of words (the last a
+    /// prefix or not): every term but those a `NOT` excludes.
+    pub(super) fn phrases(&self) -> Vec<Phrase> {
+        let mut all = Vec::new();
+        self.collect_phrases(&mut all);
+        all
     }
-    // One quoted operand of `to_tsquery`, whatever the text holds: inside
-    // quotes `'` is doubled and `\` escapes the next character.
-    let mut operand = String::with_capacity(text.len() + 4);
-    operand.push('\'');
-    for c in text.chars() {
-        match c {
-            '\'' => operand.push_str("''"),
-            '\\' => operand.push_str("\\\\"),
-            c => operand.push(c),
+
+    fn collect_phrases(&self, all: &mut Vec<Phrase>) {
+        match self {
+            Expr::Term { text, prefix } => {
+                let words = words(text);
+                if !words.is_empty() {
+                    all.push(Phrase {
+                        words,
+                        prefix: *prefix,
+                    });
+                }
+            }
+            Expr::And(a, b) | Expr::Or(a, b) => {
+                a.collect_phrases(all);
+                b.collect_phrases(all);
+            }
+            Expr::Not(a, _) => a.collect_phrases(all),
         }
     }
-    operand.push_str("':*");
-    format!("to_tsquery('orchestra', {})", params.bind(operand))
+}
+
+/// A term's words, in order; the last a prefix when `prefix`.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Phrase {
+    pub(super) words: Vec<String>,
+    pub(super) prefix: bool,
+}
+
+impl Phrase {
+    /// Whether the phrase's word `i` matches the lexeme `word`.
+    pub(super) fn matches(&self, i: usize, word: &str) -> bool {
+        match self.prefix && i + 1 == self.words.len() {
+            true => word.starts_with(self.words[i].as_str()),
+            false => word == self.words[i],
+        }
+    }
 }
 
 pub(super) fn tokens(fts: &str) -> Result<Vec<Token>> {

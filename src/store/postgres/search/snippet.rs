@@ -1,11 +1,18 @@
-//! Snippets on PostgreSQL: `ts_headline`'s fragment put back in its text (the ends the headline drops, `…` where text goes on) and clipped by the SQLite store's rule, and a document's lead when no match is shown.
+//! Snippets on PostgreSQL, made by orchestra: the window of a text around its best match of the query's phrases, found with the words the vectors hold, clipped by the SQLite store's rule; and a document's lead when no match is shown.
 
+use std::ops::Range;
+
+use super::query::Phrase;
 use super::{INDEXED_BODY, LEAD_BYTES};
+use crate::store::postgres::words::for_each_word_at;
 use crate::store::sqlite::{CLOSE, OPEN, clip};
 
-/// What the search vector was made from, of a body's bytes past its
-/// frontmatter (as `import_tx` makes it): its first [`INDEXED_BODY`] bytes,
-/// whole characters only, NUL as a space (PostgreSQL's `text` holds no NUL).
+/// Words in a snippet's window, as SQLite's (`SNIPPET_TOKENS`).
+const SNIPPET_WORDS: usize = 32;
+
+/// The text a snippet is made from, of a body's bytes past its
+/// frontmatter: its first [`INDEXED_BODY`] bytes, whole characters only,
+/// NUL as a space (PostgreSQL's `text` holds no NUL).
 pub(super) fn indexed_text(head: &[u8]) -> String {
     let head = &head[..head.len().min(INDEXED_BODY)];
     let text = match std::str::from_utf8(head) {
@@ -26,52 +33,149 @@ pub(super) fn lead(head: Option<&[u8]>) -> String {
     clip(text.trim_end_matches('\u{FFFD}'))
 }
 
-/// The snippet of `text` from its headline `marked`, or `None` when the
-/// headline marks no match. As FTS5's snippet does, an end of the text is
-/// shown as it is (`# Title`, `the end.`: `ts_headline` leaves out what is
-/// not a word there), and a `…` says that the text goes on; then `clip`
-/// makes it one line.
-pub(super) fn placed(text: &str, marked: &str) -> Option<String> {
-    if !marked.contains(OPEN) {
+/// The snippet of `text` around its best match of `phrases`, or `None`
+/// when none matches, made as FTS5's `snippet()` makes SQLite's: the window
+/// of [`SNIPPET_WORDS`] words that holds the most distinct phrases (then the
+/// most matches; the first such), each match marked whole, the text before
+/// the first word shown when the window starts there (a heading's `#`) and
+/// `…` where words were cut; then `clip` makes it one line.
+pub(super) fn snippet(text: &str, phrases: &[Phrase]) -> Option<String> {
+    let mut words: Vec<(Range<usize>, String)> = Vec::new();
+    for_each_word_at(text, &mut String::new(), |range, lexeme| {
+        words.push((range, lexeme.to_string()))
+    });
+    // Every match: (its first word, its number of words, which phrase).
+    let mut matches: Vec<(usize, usize, usize)> = Vec::new();
+    for (which, phrase) in phrases.iter().enumerate() {
+        let n = phrase.words.len();
+        for first in 0..words.len().saturating_sub(n - 1) {
+            if (0..n).all(|i| phrase.matches(i, &words[first + i].1)) {
+                matches.push((first, n, which));
+            }
+        }
+    }
+    if matches.is_empty() {
         return None;
     }
-    // `FEAT-0012` is two tokens, so two marks side by side: one match.
-    let marked = marked.replace(&format!("{CLOSE}{OPEN}"), "");
-    let marked = marked.trim();
-    let plain: String = marked
-        .chars()
-        .filter(|&c| c != OPEN && c != CLOSE)
-        .collect();
-    // What stands before and after the fragment: the text itself when it
-    // holds no word (punctuation, a heading's `#`), else `…`.
-    let end = |rest: &str| match rest.chars().any(char::is_alphanumeric) {
-        true => "…".to_string(),
-        false => rest.to_string(),
+    matches.sort_unstable();
+    // The best window starts a quarter of its words before a match.
+    let lead_in = SNIPPET_WORDS / 4;
+    let score = |start: usize| {
+        let inside: Vec<_> = matches
+            .iter()
+            .filter(|(first, n, _)| *first >= start && first + n <= start + SNIPPET_WORDS)
+            .collect();
+        let mut distinct: Vec<usize> = inside.iter().map(|m| m.2).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        (distinct.len(), inside.len())
     };
-    let (before, after) = match text.find(&plain) {
-        Some(at) => (end(&text[..at]), end(&text[at + plain.len()..])),
-        // The headline is not the text verbatim (`ts_headline` writes an
-        // HTML tag as a space): compare the words at its ends instead.
-        None => {
-            let words = |s: &str| {
-                s.split(|c: char| !c.is_alphanumeric())
-                    .filter(|w| !w.is_empty())
-                    .map(str::to_string)
-                    .collect::<Vec<_>>()
-            };
-            let (fragment, all) = (words(&plain), words(text));
-            let cut = |same: bool| {
-                if same {
-                    String::new()
-                } else {
-                    "…".to_string()
-                }
-            };
-            (
-                cut(fragment.first() == all.first()),
-                cut(fragment.last() == all.last()),
-            )
+    let mut best = (0, (0, 0));
+    for &(first, _, _) in &matches {
+        let start = first.saturating_sub(lead_in);
+        let scored = score(start);
+        if scored > best.1 {
+            best = (start, scored);
         }
-    };
-    Some(clip(&format!("{before}{marked}{after}")))
+    }
+    let start = best.0;
+    let end = (start + SNIPPET_WORDS).min(words.len());
+    // Where marks open and close: one per match, overlapping ones merged.
+    let (mut opens, mut closes) = (vec![0; words.len()], vec![0; words.len()]);
+    for &(first, n, _) in &matches {
+        if first >= start && first + n <= end {
+            opens[first] += 1;
+            closes[first + n - 1] += 1;
+        }
+    }
+    let mut out = String::with_capacity(SNIPPET_WORDS * 10);
+    match start {
+        0 => out.push_str(&text[..words[0].0.start]),
+        _ => out.push('…'),
+    }
+    let mut at = words[start].0.start;
+    let mut depth = 0;
+    for i in start..end {
+        let range = &words[i].0;
+        out.push_str(&text[at..range.start]);
+        if depth == 0 && opens[i] > 0 {
+            out.push(OPEN);
+        }
+        depth += opens[i];
+        out.push_str(&text[range.clone()]);
+        depth -= closes[i];
+        if depth == 0 && closes[i] > 0 {
+            out.push(CLOSE);
+        }
+        at = range.end;
+    }
+    match end == words.len() {
+        true => out.push_str(&text[at..]),
+        false => out.push('…'),
+    }
+    Some(clip(&out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phrases(list: &[(&str, bool)]) -> Vec<Phrase> {
+        list.iter()
+            .map(|(text, prefix)| Phrase {
+                words: crate::store::postgres::words::words(text),
+                prefix: *prefix,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_snippet_marks_whole_matches_in_the_best_window() {
+        let hay = "hay ".repeat(60);
+        type Case<'a> = (&'a str, &'a [(&'a str, bool)], Option<&'a str>);
+        let cases: &[Case] = &[
+            ("# A needle.", &[("needle", false)], Some("# A **needle**.")),
+            (
+                "x y needle z",
+                &[("needle", false)],
+                Some("x y **needle** z"),
+            ),
+            (
+                "See FEAT-0012 now",
+                &[("FEAT-0012", false)],
+                Some("See **FEAT-0012** now"),
+            ),
+            ("Café au lait", &[("cafe", false)], Some("**Café** au lait")),
+            (
+                "synchronize it",
+                &[("sync", true)],
+                Some("**synchronize** it"),
+            ),
+            ("sync it", &[("synchronize", false)], None),
+            // A phrase is marked where it occurs whole, not word by word.
+            (
+                "lantern here, then amber lantern",
+                &[("amber lantern", false)],
+                Some("lantern here, then **amber lantern**"),
+            ),
+            ("no match here", &[("needle", false)], None),
+        ];
+        for (text, query, expected) in cases {
+            assert_eq!(
+                snippet(text, &phrases(query)).as_deref(),
+                *expected,
+                "{text:?}"
+            );
+        }
+        // Far into a body: a few words before the match, `…` where cut.
+        let late = format!("{hay}needle stack {hay}");
+        let shown = snippet(&late, &phrases(&[("needle", false)])).unwrap();
+        assert!(shown.starts_with("…hay hay"), "{shown}");
+        assert!(shown.contains("hay **needle** stack"), "{shown}");
+        assert!(shown.ends_with('…'), "{shown}");
+        // The window with both words wins over the first match.
+        let both = format!("kiwi {hay}kiwi mango");
+        let shown = snippet(&both, &phrases(&[("kiwi", false), ("mango", false)])).unwrap();
+        assert!(shown.ends_with("**kiwi** **mango**"), "{shown}");
+    }
 }

@@ -1,0 +1,8 @@
+-- Search vectors are made by orchestra (src/store/postgres/words.rs), with
+-- the words SQLite's FTS5 makes (`unicode61 remove_diacritics 2`: `0012`
+-- is a word of `FEAT-0012`), no longer by PostgreSQL's parser through the
+-- text search configuration `orchestra` of 0004, which stays, unused.
+--
+-- SQL cannot make them: the vectors of the documents already stored are
+-- made anew by orchestra right after this migration, in its transaction
+-- (`words::rebuild`).

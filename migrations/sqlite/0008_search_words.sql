@@ -1,0 +1,4 @@
+-- PostgreSQL's 0008 makes its search vectors with the words this
+-- database's FTS5 index already makes (`unicode61 remove_diacritics 2`):
+-- nothing changes here. (The numbers and names of the migrations are the
+-- same on both backends.)
