@@ -9,16 +9,13 @@
 
 use std::borrow::Cow;
 use std::cell::{RefCell, RefMut};
-use std::collections::HashMap;
 
 use anyhow::{Context, Result, bail};
 use postgres::Statement;
-use r2d2::PooledConnection;
-use r2d2_postgres::PostgresConnectionManager;
-use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::PgStore;
 use super::load::Load;
+use super::pool::Pooled;
 use super::words::{TsVector, document_vector};
 use crate::doc::{ChangeKind, DocKey};
 use crate::store::bodies::compress;
@@ -43,10 +40,7 @@ const INSERT_DOCUMENT: &str = "INSERT INTO documents
 /// The one transaction of an import. Dropped without [`PgImportTx::commit`],
 /// it rolls back and the database is exactly as before.
 pub struct PgImportTx {
-    conn: RefCell<PooledConnection<PostgresConnectionManager<MakeRustlsConnect>>>,
-    /// Statements prepared once on this connection: a statement by its
-    /// text costs a second round trip each time.
-    statements: RefCell<HashMap<&'static str, Statement>>,
+    conn: RefCell<Pooled>,
     /// The documents of a load into an empty database, sent in batches.
     load: Option<RefCell<Load>>,
     seq: i64,
@@ -72,7 +66,6 @@ impl PgStore {
         conn.batch_execute("BEGIN")?;
         let mut tx = PgImportTx {
             conn: RefCell::new(conn),
-            statements: RefCell::default(),
             load: None,
             seq: 0,
             replaced: false,
@@ -134,18 +127,13 @@ impl PgImportTx {
         self.starts_empty
     }
 
-    fn client(&self) -> RefMut<'_, PooledConnection<PostgresConnectionManager<MakeRustlsConnect>>> {
+    fn client(&self) -> RefMut<'_, Pooled> {
         self.conn.borrow_mut()
     }
 
     /// `sql`, prepared on this connection the first time.
     fn prepared(&self, sql: &'static str) -> Result<Statement> {
-        if let Some(statement) = self.statements.borrow().get(sql) {
-            return Ok(statement.clone());
-        }
-        let statement = self.client().prepare(sql)?;
-        self.statements.borrow_mut().insert(sql, statement.clone());
-        Ok(statement)
+        Ok(self.client().prepared(sql)?)
     }
 
     /// The stored document with this key, if there is one.

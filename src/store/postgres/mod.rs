@@ -16,6 +16,7 @@ mod feed;
 mod history;
 mod import_tx;
 mod load;
+mod pool;
 mod reader;
 mod scan;
 mod search;
@@ -36,7 +37,8 @@ use r2d2::Pool;
 
 use super::Unavailable;
 use r2d2_postgres::PostgresConnectionManager;
-use tokio_postgres_rustls::MakeRustlsConnect;
+
+use self::pool::{Manager, Pooled};
 
 /// A migration: its SQL, and what orchestra does next in the same
 /// transaction, for what SQL cannot do.
@@ -94,7 +96,7 @@ const POOL_SIZE: u32 = super::READ_CONNECTIONS as u32;
 /// A pool of connections to one PostgreSQL database.
 #[derive(Clone)]
 pub struct PgStore {
-    pub(super) pool: Pool<PostgresConnectionManager<MakeRustlsConnect>>,
+    pub(super) pool: Pool<Manager>,
     pub(super) target: PgTarget,
 }
 
@@ -132,7 +134,10 @@ impl PgStore {
     }
 
     fn pool(target: PgTarget) -> PgStore {
-        let manager = PostgresConnectionManager::new(target.config().clone(), tls::connector());
+        let manager = Manager(PostgresConnectionManager::new(
+            target.config().clone(),
+            tls::connector(),
+        ));
         let pool = Pool::builder()
             .max_size(POOL_SIZE)
             .min_idle(Some(1))
@@ -149,9 +154,7 @@ impl PgStore {
 
     /// A pooled connection. None to be had (the database down or
     /// restarting) is [`Unavailable`], after [`CONNECT_TIMEOUT`].
-    pub(super) fn connection(
-        &self,
-    ) -> Result<r2d2::PooledConnection<PostgresConnectionManager<MakeRustlsConnect>>> {
+    pub(super) fn connection(&self) -> Result<Pooled> {
         self.pool.get().map_err(|e| {
             anyhow::Error::new(Unavailable)
                 .context(format!("no connection to {}: {e}", self.target))

@@ -3,18 +3,16 @@
 use std::cell::{Cell, RefCell};
 
 use anyhow::{Result, anyhow};
-use r2d2::PooledConnection;
-use r2d2_postgres::PostgresConnectionManager;
-use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::PgStore;
+use super::pool::Pooled;
 use crate::doc::{ChangeKind, DocKey, Prefix};
 use crate::store::{ChangeBatch, DocSummary, Document, Fetched, successor};
 
 /// Read access for the server: every method is one statement, so one
 /// consistent view of the last commit.
 pub struct PgReader {
-    pub(super) conn: RefCell<PooledConnection<PostgresConnectionManager<MakeRustlsConnect>>>,
+    pub(super) conn: RefCell<Pooled>,
     /// Inside [`PgReader::in_transaction`].
     in_transaction: Cell<bool>,
 }
@@ -56,21 +54,26 @@ impl PgReader {
             Some(key) => (key.prefix.as_str(), key.id.as_str()),
             None => ("", ""),
         };
-        let rows = self.conn.borrow_mut().query(
+        let mut conn = self.conn.borrow_mut();
+        let statement = conn.prepared(
             "SELECT prefix, id, title, description, size, mtime_ns FROM documents
              WHERE (prefix, id) > ($1, $2) ORDER BY prefix, id LIMIT $3",
-            &[&prefix, &id, &(limit as i64)],
         )?;
+        let rows = conn.query(&statement, &[&prefix, &id, &(limit as i64)])?;
         rows.iter().map(summary).collect()
     }
 
     /// The document with `key`, unless its body is over `max_body` bytes:
     /// then only its size, and the body is never sent.
     pub fn get(&self, key: &DocKey, max_body: u64) -> Result<Option<Fetched>> {
-        let row = self.conn.borrow_mut().query_opt(
+        let mut conn = self.conn.borrow_mut();
+        let statement = conn.prepared(
             "SELECT size, title, description, frontmatter, mtime_ns, is_text,
                     CASE WHEN size <= $3 THEN body END
              FROM documents WHERE prefix = $1 AND id = $2",
+        )?;
+        let row = conn.query_opt(
+            &statement,
             &[
                 &key.prefix.as_str(),
                 &key.id,
@@ -138,23 +141,19 @@ impl PgReader {
 
     /// Whether a document with `key` exists.
     pub fn exists(&self, key: &DocKey) -> Result<bool> {
-        Ok(self
-            .conn
-            .borrow_mut()
-            .query_one(
-                "SELECT EXISTS (SELECT 1 FROM documents WHERE prefix = $1 AND id = $2)",
-                &[&key.prefix.as_str(), &key.id],
-            )?
+        let mut conn = self.conn.borrow_mut();
+        let statement =
+            conn.prepared("SELECT EXISTS (SELECT 1 FROM documents WHERE prefix = $1 AND id = $2)")?;
+        Ok(conn
+            .query_one(&statement, &[&key.prefix.as_str(), &key.id])?
             .get(0))
     }
 
     /// The sequence number of the last import that changed anything.
     pub fn seq(&self) -> Result<i64> {
-        Ok(self
-            .conn
-            .borrow_mut()
-            .query_opt("SELECT seq FROM project", &[])?
-            .map_or(0, |row| row.get(0)))
+        let mut conn = self.conn.borrow_mut();
+        let statement = conn.prepared("SELECT seq FROM project")?;
+        Ok(conn.query_opt(&statement, &[])?.map_or(0, |row| row.get(0)))
     }
 
     /// Runs `reads` in one read-only transaction (`REPEATABLE READ`): every

@@ -3,11 +3,9 @@
 use std::collections::VecDeque;
 
 use anyhow::{Result, bail};
-use r2d2::PooledConnection;
-use r2d2_postgres::PostgresConnectionManager;
-use tokio_postgres_rustls::MakeRustlsConnect;
 
 use super::PgStore;
+use super::pool::Pooled;
 use super::reader::key;
 use crate::doc::DocKey;
 use crate::store::FileStat;
@@ -15,7 +13,7 @@ use crate::store::stored_stats::{CHUNK, StatChunks, StoredStats};
 
 /// A `REPEATABLE READ` transaction on a connection of its own.
 struct Chunks {
-    conn: Option<PooledConnection<PostgresConnectionManager<MakeRustlsConnect>>>,
+    conn: Option<Pooled>,
 }
 
 impl PgStore {
