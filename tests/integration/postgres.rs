@@ -318,3 +318,162 @@ fn a_server_on_postgres_outlives_the_database_going_away() {
     let (_, status) = server.close();
     assert!(status.success());
 }
+
+/// A small document, `version` its edit.
+fn small_doc(i: usize, version: usize) -> String {
+    format!(
+        "---\ntitle: Doc {i}\nstatus: {}\n---\n# Doc {i}, version {version}\n\nWords of document {i}: \
+         offline sync kiwi mango {}.\n",
+        ["open", "done", "draft"][i % 3],
+        "filler ".repeat(i % 7)
+    )
+}
+
+fn small_path(i: usize) -> String {
+    format!("notes/n{:02}/doc-{i:05}.md", i % 37)
+}
+
+/// Everything an import writes, as one digest: the documents (keys,
+/// hashes, sequence, search vector, `where` terms), their versions, the
+/// kept bodies, the feed (in order), the imports and the project's
+/// sequence.
+fn pg_digest(pg: &PgDatabase) -> String {
+    let mut client = pg.client();
+    let parts: Vec<String> = [
+        "SELECT string_agg(prefix || '/' || id || ' ' || encode(hash, 'hex') || ' ' || seq || ' '
+                || search::text || ' ' || fields::text, E'\\n' ORDER BY prefix, id) FROM documents",
+        "SELECT string_agg(prefix || '/' || id || ' ' || version || ' '
+                || coalesce(encode(hash, 'hex'), '-') || ' ' || seq, E'\\n'
+                ORDER BY prefix, id, version) FROM versions",
+        "SELECT string_agg(encode(hash, 'hex'), E'\\n' ORDER BY hash) FROM bodies",
+        "SELECT string_agg(seq || ' ' || kind || ' ' || prefix || '/' || id, E'\\n'
+                ORDER BY seq, ord) FROM changes",
+        "SELECT string_agg(seq::text, ' ' ORDER BY seq) FROM imports",
+        "SELECT string_agg(seq::text, ' ') FROM project",
+    ]
+    .iter()
+    .map(|sql| {
+        client
+            .query_one(*sql, &[])
+            .unwrap()
+            .get::<_, Option<String>>(0)
+            .unwrap_or_default()
+    })
+    .collect();
+    blake3::hash(parts.join("\n--\n").as_bytes())
+        .to_hex()
+        .to_string()
+}
+
+/// An import on PostgreSQL killed at any moment (SIGKILL), or whose
+/// connection the server drops, leaves the database as it was before the
+/// import or as it is after it, never between; a dropped connection makes
+/// the import exit 1, saying why.
+#[test]
+fn an_import_on_postgres_killed_or_cut_off_leaves_the_old_or_the_new_state() {
+    const DOCS: usize = 3000;
+    const TRIALS: usize = 10;
+    let p = Project::new();
+    for i in 0..DOCS {
+        p.file(&small_path(i), small_doc(i, 1));
+    }
+    let a_db = PgDatabase::new();
+    p.run(&["import", "project", "--db", &a_db.url()])
+        .assert_success();
+    let count: i64 = a_db
+        .client()
+        .query_one("SELECT count(*) FROM documents", &[])
+        .unwrap()
+        .get(0);
+    assert_eq!(count, DOCS as i64);
+    let a = pg_digest(&a_db);
+
+    // State B: a quarter changed, a tenth removed, 500 added.
+    for i in (0..DOCS).step_by(4) {
+        p.file(&small_path(i), small_doc(i, 2));
+    }
+    for i in (1..DOCS).step_by(10) {
+        p.remove(&small_path(i));
+    }
+    for i in DOCS..DOCS + 500 {
+        p.file(&small_path(i), small_doc(i, 1));
+    }
+    let b_db = PgDatabase::copy_of(&a_db);
+    let started = Instant::now();
+    p.run(&["import", "project", "--db", &b_db.url()])
+        .assert_success();
+    let full = started.elapsed();
+    let b = pg_digest(&b_db);
+    assert_ne!(a, b);
+
+    let state = |trial: &PgDatabase, what: &str| -> &'static str {
+        let digest = pg_digest(trial);
+        if digest == a {
+            "A"
+        } else if digest == b {
+            "B"
+        } else {
+            panic!("{what}: the database is neither the state before the import nor after it")
+        }
+    };
+    let mut outcomes = Vec::new();
+    let mut killed_in_a = 0;
+    for k in 0..TRIALS {
+        let trial = PgDatabase::copy_of(&a_db);
+        let delay = full.mul_f64(1.1 * (k as f64 + 0.5) / TRIALS as f64);
+        let mut child = p.cmd(&["import", "project", "--db", &trial.url()]).spawn();
+        std::thread::sleep(delay);
+        child.kill().unwrap(); // SIGKILL
+        let status = child.wait().unwrap();
+        let what = format!("killed after {delay:?} of {full:?} ({status})");
+        let state = state(&trial, &what);
+        if state == "A" && status.code().is_none() && delay > full.mul_f64(0.2) {
+            killed_in_a += 1;
+        }
+        outcomes.push(format!("{what}: {state}"));
+    }
+    eprintln!("{}", outcomes.join("\n"));
+    assert!(
+        killed_in_a >= 2,
+        "too few kills landed while the import was writing:\n{}",
+        outcomes.join("\n")
+    );
+
+    // The server drops the import's connection halfway: exit 1, state A.
+    let mut cut_off = false;
+    for attempt in 0..3 {
+        let trial = PgDatabase::copy_of(&a_db);
+        let child = Command::new(BIN)
+            .args(["import", "project", "--db", &trial.url()])
+            .current_dir(p.root_path(""))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(full.mul_f64(0.4 / (attempt + 1) as f64));
+        trial
+            .admin()
+            .execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1",
+                &[&trial.name()],
+            )
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr).to_string();
+        if out.status.success() {
+            // The import ended before the cut: try again, sooner.
+            assert_eq!(state(&trial, "an import that succeeded"), "B");
+            continue;
+        }
+        assert_eq!(out.status.code(), Some(1), "{stderr}");
+        assert!(
+            stderr.contains("orchestra:") && stderr.contains(&trial.name().to_string()),
+            "the error names the database: {stderr}"
+        );
+        assert_eq!(state(&trial, &format!("cut off: {stderr}")), "A");
+        cut_off = true;
+        break;
+    }
+    assert!(cut_off, "no attempt cut an import off before its end");
+}

@@ -980,6 +980,23 @@ impl PgDatabase {
         PgDatabase { name }
     }
 
+    /// A copy of `template` (which must have no session open), made by the
+    /// server (`CREATE DATABASE … TEMPLATE`).
+    pub fn copy_of(template: &PgDatabase) -> PgDatabase {
+        let copy = PgDatabase::new();
+        let mut admin = pg_admin();
+        admin
+            .batch_execute(&format!("DROP DATABASE {}", copy.name))
+            .unwrap();
+        admin
+            .batch_execute(&format!(
+                "CREATE DATABASE {} TEMPLATE {}",
+                copy.name, template.name
+            ))
+            .unwrap();
+        copy
+    }
+
     /// The `--db` of this database (host, port, user and password from the
     /// environment).
     pub fn url(&self) -> String {
