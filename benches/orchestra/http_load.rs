@@ -210,12 +210,29 @@ pub struct HttpLoad {
 /// `orchestra serve --http`: their stretch of the listing, then
 /// `HTTP_READS` reads.
 pub fn measure(bin: &Path, db: &Path, n: usize, clients: usize, seed: u64) -> Res<HttpLoad> {
-    let server = HttpServer::start(bin, db)?;
-    let port = server.port;
-    let pid = server.child.id();
+    measure_on(bin, db, n, clients, seed, 1)
+}
+
+/// [`measure`] with `servers` servers of the same database, client `c` on
+/// server `c % servers` (a team's instances behind a load balancer).
+/// Server CPU is their sum, server memory the largest.
+pub fn measure_on(
+    bin: &Path,
+    db: &Path,
+    n: usize,
+    clients: usize,
+    seed: u64,
+    servers: usize,
+) -> Res<HttpLoad> {
+    let servers: Vec<HttpServer> = (0..servers.max(1))
+        .map(|_| HttpServer::start(bin, db))
+        .collect::<Res<_>>()?;
+    let ports: Vec<u16> = servers.iter().map(|s| s.port).collect();
+    let pids: Vec<u32> = servers.iter().map(|s| s.child.id()).collect();
+    let servers_cpu = || pids.iter().map(|&pid| proc_cpu_s(pid)).sum::<f64>();
     // One listing first, on a connection of its own: the documents to read
     // and where each client's stretch starts.
-    let (uris, cursors) = listing(port)?;
+    let (uris, cursors) = listing(ports[0])?;
     if uris.len() != n {
         return Err(format!("the listing has {} resources, not {n}", uris.len()).into());
     }
@@ -247,6 +264,7 @@ pub fn measure(bin: &Path, db: &Path, n: usize, clients: usize, seed: u64) -> Re
                         let first = c * total / clients.max(1);
                         let from = cursors[first].clone();
                         let uris = &uris;
+                        let port = ports[c % ports.len()];
                         move || {
                             let mut rng = Rng::new(seed, 0x4854_5450 + c as u64);
                             client(port, (from, pages), uris, HTTP_READS, &mut rng, start)
@@ -254,7 +272,7 @@ pub fn measure(bin: &Path, db: &Path, n: usize, clients: usize, seed: u64) -> Re
                     })
             })
             .collect::<std::io::Result<_>>()?;
-        let (server_cpu, bench_cpu) = (proc_cpu_s(pid), self_cpu_s());
+        let (server_cpu, bench_cpu) = (servers_cpu(), self_cpu_s());
         start.wait();
         let started = Instant::now();
         let mut runs = Vec::with_capacity(clients);
@@ -269,12 +287,14 @@ pub fn measure(bin: &Path, db: &Path, n: usize, clients: usize, seed: u64) -> Re
         Ok::<_, Box<dyn std::error::Error>>((
             runs,
             wall,
-            proc_cpu_s(pid) - server_cpu,
+            servers_cpu() - server_cpu,
             self_cpu_s() - bench_cpu,
         ))
     })?;
-    let (_, server_hwm_kb) = proc_rss(pid);
-    server.stop()?;
+    let server_hwm_kb = pids.iter().map(|&pid| proc_rss(pid).1).max().unwrap_or(0);
+    for server in servers {
+        server.stop()?;
+    }
 
     let mut list = Vec::new();
     let mut read = Vec::new();

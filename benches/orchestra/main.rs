@@ -60,7 +60,9 @@
 //! default 10000), `--seed N`, `--keep` (keep the backlogs and databases, to
 //! profile `orchestra import DIR/project --db DIR/orchestra.db` by hand),
 //! `--http-clients N` (default 50), `--no-http` (skip the HTTP load),
-//! `--no-search` (skip the search measurements and the raw FTS5 table).
+//! `--no-search` (skip the search measurements and the raw FTS5 table),
+//! `--postgres` (the PostgreSQL store at the largest size, on the server
+//! the `PG*` variables name: run through `pg_virtualenv -t -v 15`).
 //!
 //! # Layout
 //!
@@ -81,6 +83,9 @@
 //!   reads, the history's size, a 1% re-import beside a binary from before.
 //! * `viewer`: the web viewer's document and list pages over HTTP, beside
 //!   the JSON read of the same document, and its assets' size.
+//! * `postgres`: the PostgreSQL store (`--postgres`): cold import beside a
+//!   raw binary COPY, pages beside SQLite's, reads, notification to two
+//!   servers, two HTTP servers under load.
 //! * `report`: tables, JSON, progress; `units`: how figures are written;
 //!   `stats`: sample counts and percentiles; `process`: `wait4`, RSS, CPU;
 //!   `machine`: the binary under test and the machine.
@@ -100,6 +105,7 @@ mod http_load;
 mod import;
 mod machine;
 mod notification;
+mod postgres;
 mod process;
 mod raw_sqlite;
 mod report;
@@ -143,9 +149,11 @@ struct Options {
     /// Measure search (the raw FTS5 table, the `search` tool, the index's
     /// import cost).
     search: bool,
+    /// Measure the PostgreSQL store, on the server the `PG*` variables name.
+    postgres: bool,
 }
 
-const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]... [--1m] [--json FILE] [--dir DIR] [--reads N] [--pipelined N] [--seed N] [--keep] [--http-clients N | --no-http] [--no-search]
+const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]... [--1m] [--json FILE] [--dir DIR] [--reads N] [--pipelined N] [--seed N] [--keep] [--http-clients N | --no-http] [--no-search] [--postgres] [--history]
 
   --docs N     backlog sizes to run (repeatable or comma list; default 1000,10000,100000)
   --1m         also run 1,000,000 documents (~2.1 GB of files + ~5.3 GB of databases, ~9 min)
@@ -158,6 +166,9 @@ const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]..
   --http-clients N  clients of the HTTP load test, run at the largest size (default 50)
   --no-http    skip the HTTP load test
   --no-search  skip the search measurements (raw FTS5 table, search tool, index import cost)
+  --postgres   measure the PostgreSQL store at the largest size, on the server the PG* variables
+               name (run through `pg_virtualenv -t -v 15`): cold import beside a raw binary COPY,
+               pages of 500 beside SQLite's, reads, notification to two servers, two HTTP servers
   --history    measure document history: every document through 10 versions (slow: 10 imports
                per binary); $ORCHESTRA_NOHISTORY_BIN, an orchestra from before history (e.g.
                eca5907), adds the 1% re-import beside it
@@ -179,6 +190,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         http_clients: DEFAULT_HTTP_CLIENTS,
         search: true,
         history: false,
+        postgres: false,
     };
     let mut million = false;
     let mut it = args.iter();
@@ -216,6 +228,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
             "--no-http" => opts.http_clients = 0,
             "--no-search" => opts.search = false,
             "--history" => opts.history = true,
+            "--postgres" => opts.postgres = true,
             "-h" | "--help" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -393,6 +406,11 @@ fn bench_size(
     };
     step(n, "orchestra serve --http: viewer pages");
     let viewer = viewer::measure(bin, &db, n, opts.seed)?;
+    let postgres = if opts.postgres && largest {
+        Some(postgres::measure(bin, &backlog, &db, n, opts.seed)?)
+    } else {
+        None
+    };
     // Last: it rewrites files the earlier steps expect unchanged.
     let index_cost = match (&raw_search, baseline) {
         (Some(_), Some(baseline)) => Some(search_import::measure(
@@ -426,10 +444,14 @@ fn bench_size(
     if let Some(history) = &history {
         rows.extend(history.rows());
     }
+    if let Some(postgres) = &postgres {
+        rows.extend(postgres.rows(n));
+    }
 
     let details = json!({
         "viewer": viewer.to_json(),
         "history": history.as_ref().map(history::HistoryFigures::to_json),
+        "postgres": postgres.as_ref().map(postgres::PgFigures::to_json),
         "files_bytes": backlog.bytes,
         "generate_s": backlog.seconds,
         "raw_db_bytes": raw_db_bytes,
