@@ -81,6 +81,10 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/postgres/0008_search_words.sql"),
         then: Some(words::rebuild),
     },
+    Migration {
+        sql: include_str!("../../../migrations/postgres/0009_listing_inline.sql"),
+        then: None,
+    },
 ];
 
 /// The advisory lock under which a server migrates: others wait, then

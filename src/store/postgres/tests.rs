@@ -98,6 +98,38 @@ fn servers_that_start_together_migrate_once() {
     assert_eq!(configs, 1);
 }
 
+/// A listing reads titles and descriptions: they stay in the row (0009),
+/// where the body, the frontmatter and the search vector go out of line.
+#[test]
+fn titles_and_descriptions_stay_in_the_row() {
+    let db = TestDatabase::new();
+    PgStore::open(db.target.clone()).unwrap();
+    let mut client = connect(&db.target).unwrap();
+    let storage: Vec<(String, i8)> = client
+        .query(
+            "SELECT attname::text, attstorage FROM pg_attribute
+             WHERE attrelid = 'documents'::regclass
+               AND attname IN ('title', 'description', 'body', 'frontmatter', 'search')
+             ORDER BY attname",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|row| (row.get(0), row.get(1)))
+        .collect();
+    let expected: Vec<(String, i8)> = [
+        ("body", b'x'),
+        ("description", b'm'),
+        ("frontmatter", b'x'),
+        ("search", b'x'),
+        ("title", b'm'),
+    ]
+    .iter()
+    .map(|(name, storage)| (name.to_string(), *storage as i8))
+    .collect();
+    assert_eq!(storage, expected);
+}
+
 #[test]
 fn a_database_with_a_newer_schema_is_refused() {
     let db = TestDatabase::new();

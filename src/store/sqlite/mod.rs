@@ -87,6 +87,10 @@ pub(in crate::store) const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/sqlite/0008_search_words.sql"),
         then: None,
     },
+    Migration {
+        sql: include_str!("../../../migrations/sqlite/0009_listing_inline.sql"),
+        then: None,
+    },
 ];
 
 const PAGE_SIZE: u32 = 16 * 1024;

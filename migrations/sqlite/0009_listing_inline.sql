@@ -1,0 +1,4 @@
+-- PostgreSQL's 0009 keeps titles and descriptions in the row, where a
+-- listing reads them; SQLite's listing reads them from the covering index
+-- of 0003: nothing changes here. (The numbers and names of the migrations
+-- are the same on both backends.)
