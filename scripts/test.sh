@@ -33,7 +33,10 @@ echo "==> cargo build --release --locked"
 cargo build --release --locked
 
 echo "==> cargo test --locked (beside a throwaway PostgreSQL 15: pg_virtualenv)"
-pg_virtualenv -t -v 15 cargo test --locked
+# Then the HTTP transport's tests again, every project's default database
+# on PostgreSQL (tests/integration/support.rs: on_postgres).
+pg_virtualenv -t -v 15 bash -c \
+  'cargo test --locked && ORCHESTRA_IT_BACKEND=postgres cargo test --locked --test integration http::'
 
 echo "==> interop: Python client (mcp)"
 if [ ! -x "$INTEROP/.venv/bin/python" ]; then

@@ -27,7 +27,17 @@ pub fn fixture_dir() -> PathBuf {
 
 /// One test's temp folder, holding a project folder `project/`.
 pub struct Project {
+    /// The project's PostgreSQL database, when the suite runs on
+    /// PostgreSQL ([`on_postgres`]): every command's default database.
+    pg: Option<PgDatabase>,
     tmp: tempfile::TempDir,
+}
+
+/// Whether this run's projects keep their default database on PostgreSQL
+/// (`ORCHESTRA_IT_BACKEND=postgres`, as scripts/test.sh runs the HTTP
+/// tests a second time) rather than in a SQLite file.
+pub fn on_postgres() -> bool {
+    std::env::var("ORCHESTRA_IT_BACKEND").is_ok_and(|backend| backend == "postgres")
 }
 
 impl Project {
@@ -38,7 +48,10 @@ impl Project {
             .tempdir()
             .expect("create a temp folder");
         std::fs::create_dir(tmp.path().join("project")).unwrap();
-        Project { tmp }
+        Project {
+            pg: on_postgres().then(PgDatabase::new),
+            tmp,
+        }
     }
 
     /// A copy of the shipped fixture project.
@@ -68,9 +81,13 @@ impl Project {
         self.root().join(rel)
     }
 
-    /// The default database: `<root>/.orchestra/orchestra.db`.
+    /// The default database: `<root>/.orchestra/orchestra.db`, or the
+    /// project's PostgreSQL database's URL.
     pub fn db(&self) -> PathBuf {
-        self.root_path(".orchestra/orchestra.db")
+        match &self.pg {
+            Some(pg) => PathBuf::from(pg.url()),
+            None => self.root_path(".orchestra/orchestra.db"),
+        }
     }
 
     /// Writes a project file, creating its folders.
@@ -139,6 +156,9 @@ impl Project {
             .env_remove("ORCHESTRA_DB")
             .env_remove("RUST_LOG")
             .stdin(Stdio::null());
+        if let Some(pg) = &self.pg {
+            command.env("ORCHESTRA_DB", pg.url());
+        }
         Cmd::from(command)
     }
 
