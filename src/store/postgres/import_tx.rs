@@ -10,7 +10,7 @@
 use std::borrow::Cow;
 use std::cell::{RefCell, RefMut};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, anyhow, bail};
 use postgres::Statement;
 
 use super::PgStore;
@@ -40,7 +40,9 @@ const INSERT_DOCUMENT: &str = "INSERT INTO documents
 /// The one transaction of an import. Dropped without [`PgImportTx::commit`],
 /// it rolls back and the database is exactly as before.
 pub struct PgImportTx {
-    conn: RefCell<Pooled>,
+    /// The connection of the transaction; `None` while a load's COPY
+    /// thread holds it.
+    conn: RefCell<Option<Pooled>>,
     /// The documents of a load into an empty database, sent in batches.
     load: Option<RefCell<Load>>,
     seq: i64,
@@ -65,7 +67,7 @@ impl PgStore {
         let mut conn = self.connection()?;
         conn.batch_execute("BEGIN")?;
         let mut tx = PgImportTx {
-            conn: RefCell::new(conn),
+            conn: RefCell::new(Some(conn)),
             load: None,
             seq: 0,
             replaced: false,
@@ -103,10 +105,12 @@ impl PgStore {
             .query_one("SELECT EXISTS (SELECT 1 FROM documents)", &[])?
             .get(0);
         tx.starts_empty = !holds_documents;
-        if tx.starts_empty {
-            tx.load = Some(RefCell::default());
-        }
         tx.seq = seq + 1;
+        if tx.starts_empty
+            && let Some(conn) = tx.conn.get_mut().take()
+        {
+            tx.load = Some(RefCell::new(Load::start(conn, tx.seq)));
+        }
         Ok(tx)
     }
 }
@@ -128,7 +132,10 @@ impl PgImportTx {
     }
 
     fn client(&self) -> RefMut<'_, Pooled> {
-        self.conn.borrow_mut()
+        RefMut::map(self.conn.borrow_mut(), |conn| {
+            conn.as_mut()
+                .expect("the import's connection is with its load's COPY thread")
+        })
     }
 
     /// `sql`, prepared on this connection the first time.
@@ -177,9 +184,16 @@ impl PgImportTx {
     /// Inserts a document or replaces the stored one with the same key.
     pub fn put(&self, doc: &NewDocument) -> Result<()> {
         if let Some(load) = &self.load {
-            let full = load.borrow_mut().put(doc);
-            if full {
-                load.borrow_mut().send(&mut self.client(), self.seq)?;
+            let mut load = load.borrow_mut();
+            if load.put(doc).is_err() {
+                // The COPY thread stopped on an error: take the connection
+                // back (for the rollback), and say what the error was.
+                let (conn, copied) = load
+                    .stop()
+                    .ok_or_else(|| anyhow!("the load's COPY thread was lost"))?;
+                *self.conn.borrow_mut() = Some(conn);
+                copied?;
+                bail!("the load's COPY thread stopped");
             }
             return Ok(());
         }
@@ -302,7 +316,11 @@ impl PgImportTx {
     /// number when the commit is done (and not before).
     pub fn commit(mut self, changed: bool) -> Result<()> {
         if let Some(load) = &self.load {
-            load.borrow_mut().finish(&mut self.client(), self.seq)?;
+            let mut load = load.borrow_mut();
+            let (conn, copied) = load.finish()?;
+            *self.conn.borrow_mut() = Some(conn);
+            copied?;
+            load.write_rest(&mut self.client(), self.seq)?;
         }
         if changed {
             let seq = self.seq;
@@ -336,9 +354,15 @@ impl PgImportTx {
 impl Drop for PgImportTx {
     fn drop(&mut self) {
         if !self.finished {
-            // A failure here leaves the transaction to the server, which
-            // rolls it back when the connection closes.
-            let _ = self.conn.get_mut().batch_execute("ROLLBACK");
+            if let Some((conn, _)) = self.load.as_ref().and_then(|l| l.borrow_mut().stop()) {
+                *self.conn.get_mut() = Some(conn);
+            }
+            // A failure here (or a connection lost with its COPY thread)
+            // leaves the transaction to the server, which rolls it back
+            // when the connection closes.
+            if let Some(conn) = self.conn.get_mut() {
+                let _ = conn.batch_execute("ROLLBACK");
+            }
         }
     }
 }

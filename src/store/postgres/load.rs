@@ -1,29 +1,44 @@
-//! A load into an empty PostgreSQL database: the documents, with the search vectors import made, go in batches through binary COPY into `documents`, and at the commit into `versions` in one statement.
+//! A load into an empty PostgreSQL database: the documents, with the search vectors import made, go in batches through binary COPY into `documents`, sent by a thread of their own while import reads on, and at the commit into `versions` in one statement.
 //!
 //! Row by row, a document costs several round trips (about 2.5 ms each on
-//! loopback with TLS: 25 s for 10k documents); a batch costs one COPY.
+//! loopback with TLS: 25 s for 10k documents); a batch costs one COPY. The
+//! COPY thread holds the import's connection for the length of the load,
+//! so that PostgreSQL writes one batch while orchestra reads, parses and
+//! indexes the next: sent from the writer, each batch stopped both.
 
-use anyhow::{Context, Result};
+use std::thread::JoinHandle;
+
+use anyhow::{Context, Result, anyhow};
+use crossbeam_channel::Sender;
 use postgres::Client;
 use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::{ToSql, Type};
 
 use super::import_tx::{text, vector};
+use super::pool::Pooled;
 use super::words::TsVector;
 use crate::doc::{ChangeKind, DocKey};
 use crate::store::{NewDocument, kind_code};
 
-/// Bytes of documents held before they are sent: the import's memory does
-/// not grow with the number of documents.
-const BATCH_BYTES: usize = 8 << 20;
+/// Bytes of documents in a batch.
+const BATCH_BYTES: usize = 2 << 20;
+/// Batches waiting for the COPY thread: the import's memory does not grow
+/// with the number of documents.
+const BATCHES_WAITING: usize = 2;
 
-/// What a load holds until its next batch is sent.
-#[derive(Default)]
+/// A load: the batch being filled, the feed rows, and the COPY thread with
+/// the import's connection (given back by [`Load::finish`] or
+/// [`Load::stop`]).
 pub(super) struct Load {
     documents: Vec<Row>,
     bytes: usize,
     changes: Vec<(&'static str, String, i16)>,
+    batches: Option<Sender<Vec<Row>>>,
+    copier: Option<JoinHandle<(Pooled, Result<()>)>>,
 }
+
+/// The COPY thread has stopped on an error, which [`Load::stop`] gives.
+pub(super) struct Stopped;
 
 /// A document as a batch holds it.
 struct Row {
@@ -43,8 +58,30 @@ struct Row {
 }
 
 impl Load {
-    /// Holds `doc`; whether the batch is full and must be sent.
-    pub(super) fn put(&mut self, doc: &NewDocument) -> bool {
+    /// Starts the COPY thread of a load on `conn`, the import's connection
+    /// inside its transaction, for documents under sequence `seq`.
+    pub(super) fn start(conn: Pooled, seq: i64) -> Load {
+        let (batches, received) = crossbeam_channel::bounded::<Vec<Row>>(BATCHES_WAITING);
+        let copier = std::thread::spawn(move || {
+            let mut conn = conn;
+            for batch in received {
+                if let Err(e) = copy_documents(&mut conn, batch, seq) {
+                    return (conn, Err(e));
+                }
+            }
+            (conn, Ok(()))
+        });
+        Load {
+            documents: Vec::new(),
+            bytes: 0,
+            changes: Vec::new(),
+            batches: Some(batches),
+            copier: Some(copier),
+        }
+    }
+
+    /// Holds `doc`, and hands the batch to the COPY thread when it is full.
+    pub(super) fn put(&mut self, doc: &NewDocument) -> std::result::Result<(), Stopped> {
         let search = vector(doc).into_owned();
         self.bytes += doc.body.len() + search.encoded_len() + doc.key.id.len() + 256;
         self.documents.push(Row {
@@ -67,7 +104,38 @@ impl Load {
                 .map(str::to_string)
                 .collect(),
         });
-        self.bytes >= BATCH_BYTES
+        if self.bytes >= BATCH_BYTES {
+            self.send()?;
+        }
+        Ok(())
+    }
+
+    fn send(&mut self) -> std::result::Result<(), Stopped> {
+        self.bytes = 0;
+        let batch = std::mem::take(&mut self.documents);
+        match &self.batches {
+            // The thread has ended: only after an error.
+            Some(batches) => batches.send(batch).map_err(|_| Stopped),
+            None => Err(Stopped),
+        }
+    }
+
+    /// Ends the COPY thread after the batches it has, and gives back the
+    /// connection with what the thread met; `None` once given.
+    pub(super) fn stop(&mut self) -> Option<(Pooled, Result<()>)> {
+        self.batches = None;
+        let copier = self.copier.take()?;
+        // A panic on the thread loses the connection: the server rolls the
+        // transaction back when it closes.
+        copier.join().ok()
+    }
+
+    /// Sends the last batch and ends the COPY thread: the connection, and
+    /// whether every batch was copied.
+    pub(super) fn finish(&mut self) -> Result<(Pooled, Result<()>)> {
+        let _ = self.send();
+        self.stop()
+            .ok_or_else(|| anyhow!("the load's COPY thread was lost"))
     }
 
     /// Holds a feed row.
@@ -76,56 +144,10 @@ impl Load {
             .push((key.prefix.as_str(), key.id.clone(), kind_code(kind) as i16));
     }
 
-    /// Sends what is held: the documents to `documents`, the feed rows to
-    /// `changes`, each as one binary COPY.
-    pub(super) fn send(&mut self, client: &mut Client, seq: i64) -> Result<()> {
-        if !self.documents.is_empty() {
-            let sink = client.copy_in(
-                "COPY documents (prefix, id, size, mtime_ns, hash, is_text, title,
-                     description, frontmatter, seq, body, body_start, search, fields)
-                 FROM STDIN BINARY",
-            )?;
-            let types = [
-                Type::TEXT,
-                Type::TEXT,
-                Type::INT8,
-                Type::INT8,
-                Type::BYTEA,
-                Type::BOOL,
-                Type::TEXT,
-                Type::TEXT,
-                Type::TEXT,
-                Type::INT8,
-                Type::BYTEA,
-                Type::INT4,
-                Type::TS_VECTOR,
-                Type::TEXT_ARRAY,
-            ];
-            let mut writer = BinaryCopyInWriter::new(sink, &types);
-            for row in self.documents.drain(..) {
-                let values: [&(dyn ToSql + Sync); 14] = [
-                    &row.prefix,
-                    &row.id,
-                    &row.size,
-                    &row.mtime_ns,
-                    &row.hash,
-                    &row.is_text,
-                    &row.title,
-                    &row.description,
-                    &row.frontmatter,
-                    &seq,
-                    &row.body,
-                    &row.body_start,
-                    &row.search,
-                    &row.fields,
-                ];
-                writer
-                    .write(&values)
-                    .with_context(|| format!("cannot send {}/{}", row.prefix, row.id))?;
-            }
-            writer.finish()?;
-            self.bytes = 0;
-        }
+    /// After [`Load::finish`], on the connection it gave back: the feed
+    /// rows by binary COPY, then each document's version (1, or the next
+    /// after those of a document removed before) in one statement.
+    pub(super) fn write_rest(&mut self, client: &mut Client, seq: i64) -> Result<()> {
         if !self.changes.is_empty() {
             let sink = client.copy_in("COPY changes (seq, prefix, id, kind) FROM STDIN BINARY")?;
             let mut writer =
@@ -135,13 +157,6 @@ impl Load {
             }
             writer.finish()?;
         }
-        Ok(())
-    }
-
-    /// Sends the last batch, then gives each document of the load its
-    /// version: 1, or the next after those of a document removed before.
-    pub(super) fn finish(&mut self, client: &mut Client, seq: i64) -> Result<()> {
-        self.send(client, seq)?;
         client.batch_execute(
             "INSERT INTO versions (prefix, id, version, hash, size, title, is_text, seq)
              SELECT d.prefix, d.id, coalesce(v.last, 0) + 1, d.hash, d.size, d.title,
@@ -153,4 +168,56 @@ impl Load {
         )?;
         Ok(())
     }
+}
+
+/// One batch of documents into `documents`, by binary COPY.
+fn copy_documents(client: &mut Client, batch: Vec<Row>, seq: i64) -> Result<()> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let sink = client.copy_in(
+        "COPY documents (prefix, id, size, mtime_ns, hash, is_text, title,
+             description, frontmatter, seq, body, body_start, search, fields)
+         FROM STDIN BINARY",
+    )?;
+    let types = [
+        Type::TEXT,
+        Type::TEXT,
+        Type::INT8,
+        Type::INT8,
+        Type::BYTEA,
+        Type::BOOL,
+        Type::TEXT,
+        Type::TEXT,
+        Type::TEXT,
+        Type::INT8,
+        Type::BYTEA,
+        Type::INT4,
+        Type::TS_VECTOR,
+        Type::TEXT_ARRAY,
+    ];
+    let mut writer = BinaryCopyInWriter::new(sink, &types);
+    for row in batch {
+        let values: [&(dyn ToSql + Sync); 14] = [
+            &row.prefix,
+            &row.id,
+            &row.size,
+            &row.mtime_ns,
+            &row.hash,
+            &row.is_text,
+            &row.title,
+            &row.description,
+            &row.frontmatter,
+            &seq,
+            &row.body,
+            &row.body_start,
+            &row.search,
+            &row.fields,
+        ];
+        writer
+            .write(&values)
+            .with_context(|| format!("cannot send {}/{}", row.prefix, row.id))?;
+    }
+    writer.finish()?;
+    Ok(())
 }
