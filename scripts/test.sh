@@ -54,6 +54,10 @@ pg_virtualenv -t -v 15 "$INTEROP/.venv/bin/python" -m pytest -q -p no:cacheprovi
 
 echo "==> conformance: @modelcontextprotocol/conformance against serve --http"
 "$ROOT/tests/conformance/run.sh"
+echo "==> conformance: the same on PostgreSQL"
+pg_virtualenv -t -v 15 bash -c \
+  'createdb conformance && ORCHESTRA_CONFORMANCE_DB=postgres:///conformance "$0"' \
+  "$ROOT/tests/conformance/run.sh"
 
 echo "==> interop: node --test (on SQLite and on a throwaway PostgreSQL 15)"
 pg_virtualenv -t -v 15 node --test "$INTEROP/"

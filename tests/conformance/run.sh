@@ -55,8 +55,11 @@ cleanup() {
 }
 trap cleanup EXIT
 
-"$BIN" import "$ROOT/fixtures/project" --db "$TMP/orchestra.db" >/dev/null
-"$BIN" serve --db "$TMP/orchestra.db" --http 127.0.0.1:0 2>"$TMP/serve.log" &
+# $ORCHESTRA_CONFORMANCE_DB, when set, is the database instead (an empty
+# PostgreSQL one: scripts/test.sh runs the suite on both stores).
+DB="${ORCHESTRA_CONFORMANCE_DB:-$TMP/orchestra.db}"
+"$BIN" import "$ROOT/fixtures/project" --db "$DB" >/dev/null
+"$BIN" serve --db "$DB" --http 127.0.0.1:0 2>"$TMP/serve.log" &
 SERVER_PID=$!
 URL=""
 for _ in $(seq 100); do
@@ -70,7 +73,7 @@ if [ -z "$URL" ]; then
   cat "$TMP/serve.log" >&2
   exit 1
 fi
-echo "conformance: orchestra serving on $URL"
+echo "conformance: orchestra serving $DB on $URL"
 
 # --- the baseline, as the suite's YAML; every name must be a known server scenario
 BASELINE="$HERE/expected-failures.txt"
