@@ -33,10 +33,26 @@ echo "==> cargo build --release --locked"
 cargo build --release --locked
 
 echo "==> cargo test --locked (beside a throwaway PostgreSQL 15: pg_virtualenv)"
-# Then the HTTP transport's tests again, every project's default database
-# on PostgreSQL (tests/integration/support.rs: on_postgres).
+# Then the end-to-end tests of the protocol, the HTTP transport, import,
+# search and the viewer again, every project's default database on
+# PostgreSQL (tests/integration/support.rs: on_postgres). Skipped there: the
+# tests whose subject is the SQLite file itself (the default path under the
+# working folder, a dry run that leaves the file untouched, the index check
+# and write lock of a SQLite file).
+PG_AGAIN="http:: serve:: import:: viewer:: concurrency:: search::"
+SQLITE_ONLY=(
+  import::db_flag_then_env_then_default_under_the_working_folder
+  import::dry_run_lists_exactly_the_changes_and_writes_nothing
+  import::dry_run_on_a_fresh_folder_creates_no_database
+  import::fixture_report_as_json
+  serve::serve_with_no_flags
+  search::a_database_from_before_search
+  search::search_reads_while_an_import_holds_the_write_lock
+  search::the_search_check_sees
+)
+SKIPS="$(printf -- '--skip %s ' "${SQLITE_ONLY[@]}")"
 pg_virtualenv -t -v 15 bash -c \
-  'cargo test --locked && ORCHESTRA_IT_BACKEND=postgres cargo test --locked --test integration http::'
+  "cargo test --locked && ORCHESTRA_IT_BACKEND=postgres cargo test --locked --test integration -- $PG_AGAIN $SKIPS"
 
 echo "==> interop: Python client (mcp)"
 if [ ! -x "$INTEROP/.venv/bin/python" ]; then

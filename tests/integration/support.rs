@@ -605,8 +605,35 @@ pub fn open_read_only(db: &Path) -> Connection {
         .unwrap_or_else(|e| panic!("open {}: {e}", db.display()))
 }
 
+/// A connection to the database of a `postgres:///NAME` `db` (a project's
+/// database when the suite runs on PostgreSQL); `None` for a SQLite file.
+fn pg_client(db: &Path) -> Option<postgres::Client> {
+    let name = db.to_str()?.strip_prefix("postgres:///")?;
+    Some(pg_config(name).connect(postgres::NoTls).unwrap())
+}
+
 /// Every document of `db`, sorted by (prefix, id).
 pub fn dump(db: &Path) -> Vec<Row> {
+    if let Some(mut client) = pg_client(db) {
+        return client
+            .query(
+                "SELECT prefix, id, body, title, description, seq, is_text FROM documents
+                 ORDER BY prefix, id",
+                &[],
+            )
+            .unwrap()
+            .iter()
+            .map(|r| Row {
+                prefix: r.get(0),
+                id: r.get(1),
+                body: r.get(2),
+                title: r.get(3),
+                description: r.get(4),
+                seq: r.get(5),
+                is_text: r.get(6),
+            })
+            .collect();
+    }
     let conn = open_read_only(db);
     let mut stmt = conn
         .prepare(
@@ -645,6 +672,12 @@ pub fn row(db: &Path, key: &str) -> Row {
 
 /// `(root, seq)` of the project the database holds.
 pub fn project_row(db: &Path) -> (String, i64) {
+    if let Some(mut client) = pg_client(db) {
+        let row = client
+            .query_one("SELECT root, seq FROM project", &[])
+            .unwrap();
+        return (row.get(0), row.get(1));
+    }
     open_read_only(db)
         .query_row("SELECT root, seq FROM project", [], |r| {
             Ok((r.get(0)?, r.get(1)?))
@@ -655,6 +688,15 @@ pub fn project_row(db: &Path) -> (String, i64) {
 /// The stored mtime of `key`, in nanoseconds since the epoch.
 pub fn stored_mtime_ns(db: &Path, key: &str) -> i64 {
     let (prefix, id) = key.split_once('/').unwrap();
+    if let Some(mut client) = pg_client(db) {
+        return client
+            .query_one(
+                "SELECT mtime_ns FROM documents WHERE prefix = $1 AND id = $2",
+                &[&prefix, &id],
+            )
+            .unwrap()
+            .get(0);
+    }
     open_read_only(db)
         .query_row(
             "SELECT mtime_ns FROM documents WHERE prefix = ?1 AND id = ?2",
