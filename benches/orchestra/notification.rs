@@ -81,21 +81,13 @@ fn commit_watcher(
     }))
 }
 
-/// Subscribes (handshake era) to `SUBSCRIBED` documents, then `NOTIFY_TRIALS`
-/// times: rewrites one of them, runs `orchestra import` as a child process,
-/// and times the arrival of `notifications/resources/updated` for its URI.
-pub fn measure(
-    bin: &Path,
-    backlog: &Backlog,
-    db: &Path,
-    n: usize,
-    seed: u64,
-) -> Res<NotifyFigures> {
-    // Documents spread over the backlog, ASCII paths only (their URI is the
-    // path as it is, no percent-encoding to get right).
-    let mut docs: Vec<(usize, String)> = Vec::new();
+/// `SUBSCRIBED` documents spread over the backlog, from the `first`th of
+/// each stretch on: (number, path). ASCII paths only (their URI is the
+/// path as it is, no percent-encoding to get right).
+pub fn spread_docs(n: usize, seed: u64, first: usize) -> Vec<(usize, String)> {
+    let mut docs = Vec::new();
     for k in 0..SUBSCRIBED {
-        let mut i = k * (n / SUBSCRIBED) + 11;
+        let mut i = k * (n / SUBSCRIBED) + first;
         loop {
             let path = doc_path(i, &mut Rng::new(seed, i as u64));
             if path.is_ascii() {
@@ -105,8 +97,12 @@ pub fn measure(
             i += 1;
         }
     }
-    let mut server = Server::start(bin, db, None)?;
-    for (_, path) in &docs {
+    docs
+}
+
+/// `resources/subscribe` to each of `docs` on `server`.
+pub fn subscribe(server: &mut Server, docs: &[(usize, String)]) -> Res<()> {
+    for (_, path) in docs {
         let line = server.request_line(
             "resources/subscribe",
             &json!({ "uri": format!("orchestra://{path}") }),
@@ -117,6 +113,22 @@ pub fn measure(
             return Err(format!("resources/subscribe failed: {:?}", reply.error).into());
         }
     }
+    Ok(())
+}
+
+/// Subscribes (handshake era) to `SUBSCRIBED` documents, then `NOTIFY_TRIALS`
+/// times: rewrites one of them, runs `orchestra import` as a child process,
+/// and times the arrival of `notifications/resources/updated` for its URI.
+pub fn measure(
+    bin: &Path,
+    backlog: &Backlog,
+    db: &Path,
+    n: usize,
+    seed: u64,
+) -> Res<NotifyFigures> {
+    let docs = spread_docs(n, seed, 11);
+    let mut server = Server::start(bin, db, None)?;
+    subscribe(&mut server, &docs)?;
     let mut jitter = Rng::new(seed, 0x5EED);
     let mut figures = NotifyFigures {
         from_commit_ms: Vec::new(),

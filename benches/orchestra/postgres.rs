@@ -17,22 +17,23 @@ use postgres::{Client, NoTls};
 use serde_json::{Value, json};
 
 use crate::Res;
-use crate::backlog::{Backlog, doc_path, doc_text};
+use crate::backlog::{Backlog, doc_text};
 use crate::http_load::{HttpLoad, measure_on};
 use crate::import::{ImportReport, import};
+use crate::notification::{spread_docs, subscribe};
 use crate::process::{Finished, wait4};
 use crate::report::{Row, step};
 use crate::rng::Rng;
 use crate::stats::micros;
-use crate::stdio_client::{Envelope, Server};
+use crate::stdio_client::Server;
 use crate::units::{fmt_value, ratio};
 
 /// Pages of 500 timed on each backend, from random places in the listing.
 const PAGE_SAMPLES: usize = 300;
 /// Point reads timed through the pipe and by raw `SELECT`.
 const READS: usize = 1000;
-/// Documents both servers subscribe to, and imports timed.
-const SUBSCRIBED: usize = 10;
+/// Imports timed, each rewriting one of the documents both servers
+/// subscribe to.
 const NOTIFY_TRIALS: usize = 30;
 /// HTTP servers and clients of the load test.
 const HTTP_SERVERS: usize = 2;
@@ -312,34 +313,13 @@ fn notifications(
     seed: u64,
 ) -> Res<[Vec<f64>; 2]> {
     let db = pg.url(dbname);
-    let mut docs: Vec<(usize, String)> = Vec::new();
-    for k in 0..SUBSCRIBED {
-        let mut i = k * (n / SUBSCRIBED) + 17;
-        loop {
-            let path = doc_path(i, &mut Rng::new(seed, i as u64));
-            if path.is_ascii() {
-                docs.push((i, path));
-                break;
-            }
-            i += 1;
-        }
-    }
+    let docs = spread_docs(n, seed, 17);
     let mut servers = [
         Server::start(bin, &db, None)?,
         Server::start(bin, &db, None)?,
     ];
     for server in &mut servers {
-        for (_, path) in &docs {
-            let line = server.request_line(
-                "resources/subscribe",
-                &json!({ "uri": format!("orchestra://{path}") }),
-            );
-            let (_, reply) = server.call_line(&line)?;
-            let reply: Envelope<Value> = serde_json::from_str(&reply)?;
-            if reply.result != Some(json!({})) {
-                return Err(format!("resources/subscribe failed: {:?}", reply.error).into());
-            }
-        }
+        subscribe(server, &docs)?;
     }
     let mut jitter = Rng::new(seed, 0x5E11);
     let mut latencies = [Vec::new(), Vec::new()];
