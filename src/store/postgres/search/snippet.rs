@@ -58,21 +58,37 @@ pub(super) fn snippet(text: &str, phrases: &[Phrase]) -> Option<String> {
         return None;
     }
     matches.sort_unstable();
-    // The best window starts a quarter of its words before a match.
+    // The best window starts a quarter of its words before a match. Its
+    // score: the distinct phrases wholly inside, then the matches; the
+    // matches are sorted, so a window looks only at its own.
     let lead_in = SNIPPET_WORDS / 4;
-    let score = |start: usize| {
-        let inside: Vec<_> = matches
-            .iter()
-            .filter(|(first, n, _)| *first >= start && first + n <= start + SNIPPET_WORDS)
-            .collect();
-        let mut distinct: Vec<usize> = inside.iter().map(|m| m.2).collect();
-        distinct.sort_unstable();
-        distinct.dedup();
-        (distinct.len(), inside.len())
+    let mut seen = vec![false; phrases.len()];
+    let mut score = |start: usize| {
+        seen.iter_mut().for_each(|s| *s = false);
+        let (mut distinct, mut inside) = (0, 0);
+        let from = matches.partition_point(|m| m.0 < start);
+        for &(first, n, which) in &matches[from..] {
+            if first >= start + SNIPPET_WORDS {
+                break;
+            }
+            if first + n <= start + SNIPPET_WORDS {
+                inside += 1;
+                if !seen[which] {
+                    seen[which] = true;
+                    distinct += 1;
+                }
+            }
+        }
+        (distinct, inside)
     };
     let mut best = (0, (0, 0));
+    let mut tried = None;
     for &(first, _, _) in &matches {
         let start = first.saturating_sub(lead_in);
+        if tried == Some(start) {
+            continue;
+        }
+        tried = Some(start);
         let scored = score(start);
         if scored > best.1 {
             best = (start, scored);
@@ -173,6 +189,10 @@ mod tests {
         assert!(shown.starts_with("…hay hay"), "{shown}");
         assert!(shown.contains("hay **needle** stack"), "{shown}");
         assert!(shown.ends_with('…'), "{shown}");
+        // A body full of matches: the first window.
+        let many = "sync ".repeat(50_000);
+        let shown = snippet(&many, &phrases(&[("sync", false)])).unwrap();
+        assert!(shown.starts_with("**sync** **sync**"), "{shown}");
         // The window with both words wins over the first match.
         let both = format!("kiwi {hay}kiwi mango");
         let shown = snippet(&both, &phrases(&[("kiwi", false), ("mango", false)])).unwrap();
