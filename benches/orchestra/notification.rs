@@ -38,7 +38,7 @@ pub struct NotifyFigures {
 }
 
 /// `later - earlier` in milliseconds, negative when `later` is earlier.
-fn signed_ms(later: Instant, earlier: Instant) -> f64 {
+pub fn signed_ms(later: Instant, earlier: Instant) -> f64 {
     match later.checked_duration_since(earlier) {
         Some(d) => d.as_secs_f64() * 1e3,
         None => -(earlier - later).as_secs_f64() * 1e3,

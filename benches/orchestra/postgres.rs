@@ -20,11 +20,11 @@ use crate::Res;
 use crate::backlog::{Backlog, doc_text};
 use crate::http_load::{HttpLoad, measure_on};
 use crate::import::{ImportReport, import};
-use crate::notification::{spread_docs, subscribe};
+use crate::notification::{signed_ms, spread_docs, subscribe};
 use crate::process::{Finished, wait4};
 use crate::report::{Row, step};
 use crate::rng::Rng;
-use crate::stats::micros;
+use crate::stats::{micros, percentile_ms};
 use crate::stdio_client::Server;
 use crate::units::{fmt_value, ratio};
 
@@ -367,10 +367,7 @@ fn notifications(
                     break at;
                 }
             };
-            took.push(match arrived.checked_duration_since(committed) {
-                Some(d) => d.as_secs_f64() * 1e3,
-                None => -(committed - arrived).as_secs_f64() * 1e3,
-            });
+            took.push(signed_ms(arrived, committed));
         }
         std::thread::sleep(Duration::from_millis(jitter.below(100) as u64));
     }
@@ -458,19 +455,13 @@ pub fn measure(
     result
 }
 
+/// Nearest-rank percentiles, as every module of the bench takes them.
 fn p50(samples: &[f64]) -> f64 {
-    let mut sorted = samples.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    sorted.get(sorted.len() / 2).copied().unwrap_or(0.0)
+    percentile_ms(samples, 50.0)
 }
 
 fn p99(samples: &[f64]) -> f64 {
-    let mut sorted = samples.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    sorted
-        .get((sorted.len() * 99 / 100).min(sorted.len().saturating_sub(1)))
-        .copied()
-        .unwrap_or(0.0)
+    percentile_ms(samples, 99.0)
 }
 
 impl PgFigures {

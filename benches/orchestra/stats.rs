@@ -22,7 +22,7 @@ pub fn percentile(samples: &mut [Duration], p: f64) -> Duration {
     samples[rank.clamp(1, samples.len()) - 1]
 }
 
-/// Nearest-rank percentile of milliseconds.
+/// Nearest-rank percentile of samples already in a unit (ms, µs).
 pub fn percentile_ms(samples: &[f64], p: f64) -> f64 {
     let mut sorted = samples.to_vec();
     sorted.sort_by(f64::total_cmp);

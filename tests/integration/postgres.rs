@@ -117,18 +117,24 @@ fn initialize(server: &mut Server) {
     server.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
 }
 
+/// A server of `url`, initialized, its client subscribed to `uri`.
+fn subscribed_server(url: &str, uri: &str) -> Server {
+    let mut server = Server::start(std::path::Path::new(url), &[]);
+    initialize(&mut server);
+    let subscribed = server.request(&json!({"jsonrpc": "2.0", "id": 1,
+        "method": "resources/subscribe", "params": {"uri": uri}}));
+    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+    server
+}
+
 /// A server on PostgreSQL hears the commit of an import run by another
 /// process (through NOTIFY): a subscribed client is told, promptly.
 #[test]
 fn a_server_on_postgres_hears_an_import_by_another_process() {
     let (p, pg) = fixture_on_both();
     let url = pg.url();
-    let mut server = Server::start(std::path::Path::new(&url), &[]);
-    initialize(&mut server);
     let uri = "orchestra://features/FEAT-002";
-    let subscribed = server.request(&json!({"jsonrpc": "2.0", "id": 1,
-        "method": "resources/subscribe", "params": {"uri": uri}}));
-    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+    let mut server = subscribed_server(&url, uri);
     p.file("features/FEAT-002.md", "# Photos, changed\n");
     let started = Instant::now();
     let status = Command::new(BIN)
@@ -256,12 +262,8 @@ fn the_password_may_come_from_a_file() {
 fn a_server_on_postgres_outlives_the_database_going_away() {
     let (p, pg) = fixture_on_both();
     let url = pg.url();
-    let mut server = Server::start(std::path::Path::new(&url), &[]);
-    initialize(&mut server);
     let uri = "orchestra://features/FEAT-002";
-    let subscribed = server.request(&json!({"jsonrpc": "2.0", "id": 1,
-        "method": "resources/subscribe", "params": {"uri": uri}}));
-    assert_eq!(subscribed["result"], json!({}), "{subscribed}");
+    let mut server = subscribed_server(&url, uri);
 
     let mut admin = pg.admin();
     let name = pg.name();

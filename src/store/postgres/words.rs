@@ -54,26 +54,25 @@ impl TsVector {
     /// that a phrase does not run from one part into the next (on SQLite
     /// the parts are columns).
     pub fn of(parts: &[(&str, Weight)]) -> TsVector {
-        let mut lexemes: FxHashMap<String, Vec<u16>> = FxHashMap::default();
-        // Lexemes in the order they first occur: what a vector too large
-        // for PostgreSQL keeps.
-        let mut order: Vec<String> = Vec::new();
+        // Each lexeme with the order it first occurs in (what a vector too
+        // large for PostgreSQL keeps) and its positions.
+        let mut lexemes: FxHashMap<String, (usize, Vec<u16>)> = FxHashMap::default();
         let mut position: u16 = 0;
         let mut word = String::new();
         for (text, weight) in parts {
             for_each_word(text, &mut word, |lexeme| {
                 position = (position + 1).min(MAX_POSITION);
-                let entry = (position, *weight as u16);
+                let entry = (*weight as u16) << 14 | position;
                 match lexemes.get_mut(lexeme) {
-                    Some(positions) => {
+                    Some((_, positions)) => {
                         let last = positions.last().copied().unwrap_or(0) & MAX_POSITION;
-                        if positions.len() < MAX_POSITIONS && last < entry.0 {
-                            positions.push(entry.1 << 14 | entry.0);
+                        if positions.len() < MAX_POSITIONS && last < position {
+                            positions.push(entry);
                         }
                     }
                     None => {
-                        order.push(lexeme.to_string());
-                        lexemes.insert(lexeme.to_string(), vec![entry.1 << 14 | entry.0]);
+                        let first = lexemes.len();
+                        lexemes.insert(lexeme.to_string(), (first, vec![entry]));
                     }
                 }
             });
@@ -81,22 +80,28 @@ impl TsVector {
         }
         // The size of each lexeme as PostgreSQL stores it (2-byte aligned,
         // then a count and its positions): keep the first ones that fit.
-        let mut bytes = 0;
-        let mut kept: Vec<(String, Vec<u16>)> = Vec::with_capacity(order.len());
-        for lexeme in order {
-            let size = lexeme.len().next_multiple_of(2) + 2 + 2 * lexemes[&lexeme].len();
-            if bytes + size > MAX_VECTOR_BYTES {
-                break;
-            }
-            bytes += size;
-            let positions = lexemes.remove(&lexeme).unwrap_or_default();
-            kept.push((lexeme, positions));
+        let size = |lexeme: &str, positions: &[u16]| {
+            lexeme.len().next_multiple_of(2) + 2 + 2 * positions.len()
+        };
+        let mut kept: Vec<(String, (usize, Vec<u16>))> = lexemes.into_iter().collect();
+        let mut bytes: usize = kept.iter().map(|(l, (_, p))| size(l, p)).sum();
+        if bytes > MAX_VECTOR_BYTES {
+            kept.sort_unstable_by_key(|(_, (first, _))| *first);
+            bytes = 0;
+            let fit = kept
+                .iter()
+                .take_while(|(l, (_, p))| {
+                    bytes += size(l, p);
+                    bytes <= MAX_VECTOR_BYTES
+                })
+                .count();
+            kept.truncate(fit);
         }
         // PostgreSQL's order of lexemes: their bytes (`tsCompareString`).
         kept.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
         let mut out = Vec::with_capacity(4 + bytes + 2 * kept.len());
         out.extend_from_slice(&(kept.len() as i32).to_be_bytes());
-        for (lexeme, positions) in &kept {
+        for (lexeme, (_, positions)) in &kept {
             out.extend_from_slice(lexeme.as_bytes());
             out.push(0);
             out.extend_from_slice(&(positions.len() as u16).to_be_bytes());
