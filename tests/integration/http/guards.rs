@@ -249,7 +249,8 @@ fn binding_beyond_loopback_without_a_token_warns() {
         let s = HttpServer::launch(&p, bind, &[], &envs);
         // Only loopback traffic, even when bound to every interface.
         s.request("GET", "/healthz").send().expect(200);
-        let stderr = s.stderr();
+        // The viewer's line is the last one written before serving.
+        let stderr = s.stderr_with("the viewer is at http://");
         assert_eq!(
             stderr.contains("WARN") && stderr.contains("token"),
             warns,

@@ -171,6 +171,19 @@ impl HttpServer {
         self.stderr.lock().unwrap().clone()
     }
 
+    /// The server's stderr once it holds `text`: the lines a server writes
+    /// before it answers reach this side on their own thread, a little later.
+    pub(super) fn stderr_with(&self, text: &str) -> String {
+        let deadline = std::time::Instant::now() + START_TIMEOUT;
+        loop {
+            let stderr = self.stderr();
+            if stderr.contains(text) || std::time::Instant::now() > deadline {
+                return stderr;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
     /// Sends SIGTERM.
     pub(super) fn terminate(&self) {
         let status = Command::new("kill")
