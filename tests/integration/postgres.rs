@@ -1,4 +1,4 @@
-//! End-to-end tests of the PostgreSQL store on the real binary: imports and servers in separate processes on one database, the terminal commands beside SQLite's answers, and the errors a team sees (an unreachable server, a password that must not show). The golden exchanges run on PostgreSQL too (serve.rs).
+//! End-to-end tests of the PostgreSQL store on the real binary: imports and servers in separate processes on one database, the terminal commands beside SQLite's answers, and the errors a team sees (an unreachable server, a password that must not show, PostgreSQL restarting or crashing under a server). The golden exchanges run on PostgreSQL too (serve.rs).
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -524,4 +524,162 @@ fn cut_off_halfway(
         return;
     }
     panic!("no attempt cut an import off before its end");
+}
+
+/// A PostgreSQL cluster of a test's own (a nested `pg_virtualenv`), which
+/// the test may stop, crash and start without disturbing the shared one
+/// that the other tests use. It is dropped, with its folder, when this is.
+struct PrivateCluster {
+    /// `pg_virtualenv`, which keeps the cluster while its command (`cat`)
+    /// reads an open stdin.
+    holder: std::process::Child,
+    env: std::collections::HashMap<String, String>,
+}
+
+impl PrivateCluster {
+    fn start() -> PrivateCluster {
+        use std::io::BufRead;
+        let mut holder = Command::new("pg_virtualenv")
+            .args(["-t", "-v", "15", "sh", "-c"])
+            .arg("echo '==env'; env; echo '==end'; exec cat >/dev/null")
+            // The shared cluster's settings would make the new one take
+            // its port, and its folders.
+            .env_remove("PGPORT")
+            .env_remove("PGHOST")
+            .env_remove("PGSYSCONFDIR")
+            .env_remove("PG_CLUSTER_CONF_ROOT")
+            .env_remove("PGDATABASE")
+            .env_remove("PGUSER")
+            .env_remove("PGPASSWORD")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("pg_virtualenv (postgresql-common) is installed by scripts/test.sh");
+        let mut lines = std::io::BufReader::new(holder.stdout.take().unwrap()).lines();
+        let mut env = std::collections::HashMap::new();
+        let mut inside = false;
+        for line in lines.by_ref() {
+            let line = line.unwrap();
+            match line.as_str() {
+                "==env" => inside = true,
+                "==end" => break,
+                _ if inside => {
+                    if let Some((name, value)) = line.split_once('=') {
+                        env.insert(name.to_string(), value.to_string());
+                    }
+                }
+                _ => {}
+            }
+        }
+        assert!(
+            env.contains_key("PGPORT"),
+            "pg_virtualenv started no cluster"
+        );
+        // What pg_virtualenv prints when it drops the cluster must not
+        // block it: read it away.
+        std::thread::spawn(move || lines.for_each(drop));
+        PrivateCluster { holder, env }
+    }
+
+    /// Its `postgres` database, as a `--db` that names every part.
+    fn url(&self) -> String {
+        let var = |name: &str| &self.env[name];
+        format!(
+            "postgres://{}:{}@{}:{}/postgres",
+            var("PGUSER"),
+            var("PGPASSWORD"),
+            var("PGHOST"),
+            var("PGPORT")
+        )
+    }
+
+    /// `pg_ctlcluster [--mode MODE] 15 regress ACTION`.
+    fn ctl(&self, action: &str, mode: Option<&str>) {
+        let mut ctl = Command::new("pg_ctlcluster");
+        if let Some(mode) = mode {
+            ctl.args(["--mode", mode]);
+        }
+        let status = ctl
+            .args(["15", "regress", action])
+            .env_clear()
+            .envs(&self.env)
+            .stdout(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "pg_ctlcluster {action}: {status}");
+    }
+}
+
+impl Drop for PrivateCluster {
+    fn drop(&mut self) {
+        drop(self.holder.stdin.take());
+        let _ = self.holder.wait();
+    }
+}
+
+/// PostgreSQL itself stopped and started, then crashed and restarted,
+/// under a running server: while it is down, requests get `-32603` with a
+/// message, promptly, and the server lives; once it is up, the server
+/// serves again by itself and hears the next import, its LISTEN
+/// connection made anew.
+#[test]
+fn a_server_on_postgres_outlives_restarts_of_postgres() {
+    let cluster = PrivateCluster::start();
+    let url = cluster.url();
+    let p = Project::fixture();
+    p.run(&["import", "project", "--db", &url]).assert_success();
+    let uri = "orchestra://features/FEAT-002";
+    let mut server = subscribed_server(&url, uri);
+    // A server that stops answering fails the test; it does not hang it.
+    let pid = server.child.id().to_string();
+    let (finished, watchdog) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        if watchdog.recv_timeout(Duration::from_secs(120)).is_err() {
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
+        }
+    });
+    let read = |server: &mut Server, id: u64| {
+        server.request(&json!({"jsonrpc": "2.0", "id": id,
+            "method": "resources/read", "params": {"uri": uri}}))
+    };
+
+    cluster.ctl("stop", Some("fast"));
+    for id in [2, 3] {
+        let asked = Instant::now();
+        let refused = read(&mut server, id);
+        eprintln!("PostgreSQL stopped, after {:?}: {refused}", asked.elapsed());
+        assert_eq!(
+            refused["error"],
+            json!({"code": -32603, "message": "the database is unavailable; try again shortly"})
+        );
+        assert!(asked.elapsed() < Duration::from_secs(10), "no hang");
+    }
+    cluster.ctl("start", None);
+    let served = read(&mut server, 4);
+    assert!(
+        served["result"]["contents"][0]["text"].is_string(),
+        "{served}"
+    );
+
+    // A crash: no shutdown, the sessions cut, recovery from the WAL.
+    cluster.ctl("restart", Some("immediate"));
+    p.file("features/FEAT-002.md", "# Photos, after the crash\n");
+    let started = Instant::now();
+    p.run(&["import", "project", "--db", &url]).assert_success();
+    let heard: Value = serde_json::from_str(&server.recv()).unwrap();
+    eprintln!("heard after {:?}: {heard}", started.elapsed());
+    assert_eq!(
+        heard,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+               "params": {"uri": uri}})
+    );
+    let served = read(&mut server, 5);
+    assert_eq!(
+        served["result"]["contents"][0]["text"], "# Photos, after the crash\n",
+        "{served}"
+    );
+    let _ = finished.send(());
+    let (_, status) = server.close();
+    assert!(status.success());
 }
