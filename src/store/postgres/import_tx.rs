@@ -106,10 +106,16 @@ impl PgStore {
             .get(0);
         tx.starts_empty = !holds_documents;
         tx.seq = seq + 1;
-        if tx.starts_empty
-            && let Some(conn) = tx.conn.get_mut().take()
-        {
-            tx.load = Some(RefCell::new(Load::start(conn, tx.seq)));
+        if tx.starts_empty {
+            // With no history either (a first import), every document is
+            // version 1, copied beside it.
+            let first_versions = !tx
+                .client()
+                .query_one("SELECT EXISTS (SELECT 1 FROM versions)", &[])?
+                .get::<_, bool>(0);
+            if let Some(conn) = tx.conn.get_mut().take() {
+                tx.load = Some(RefCell::new(Load::start(conn, tx.seq, first_versions)));
+            }
         }
         Ok(tx)
     }

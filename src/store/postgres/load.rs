@@ -1,4 +1,4 @@
-//! A load into an empty PostgreSQL database: the documents, with the search vectors import made, go in batches through binary COPY into `documents`, sent by a thread of their own while import reads on, and at the commit into `versions` in one statement.
+//! A load into an empty PostgreSQL database: the documents, with the search vectors import made, go in batches through binary COPY into `documents` (and, into a database without history, into `versions` as version 1), sent by a thread of their own while import reads on.
 //!
 //! Row by row, a document costs several round trips (about 2.5 ms each on
 //! loopback with TLS: 25 s for 10k documents); a batch costs one COPY. The
@@ -35,6 +35,9 @@ pub(super) struct Load {
     changes: Vec<(&'static str, String, i16)>,
     batches: Option<Sender<Vec<Row>>>,
     copier: Option<JoinHandle<(Pooled, Result<()>)>>,
+    /// Whether the COPY thread writes each document's version 1; else
+    /// [`Load::write_rest`] numbers them after the versions already kept.
+    first_versions: bool,
 }
 
 /// The COPY thread has stopped on an error, which [`Load::stop`] gives.
@@ -60,12 +63,20 @@ struct Row {
 impl Load {
     /// Starts the COPY thread of a load on `conn`, the import's connection
     /// inside its transaction, for documents under sequence `seq`.
-    pub(super) fn start(conn: Pooled, seq: i64) -> Load {
+    /// `first_versions` when `versions` is empty: the thread copies each
+    /// document's version 1 too, rather than the commit reading every
+    /// document back to number them.
+    pub(super) fn start(conn: Pooled, seq: i64, first_versions: bool) -> Load {
         let (batches, received) = crossbeam_channel::bounded::<Vec<Row>>(BATCHES_WAITING);
         let copier = std::thread::spawn(move || {
             let mut conn = conn;
             for batch in received {
-                if let Err(e) = copy_documents(&mut conn, batch, seq) {
+                let copied = match first_versions {
+                    true => copy_versions(&mut conn, &batch, seq),
+                    false => Ok(()),
+                }
+                .and_then(|()| copy_documents(&mut conn, batch, seq));
+                if let Err(e) = copied {
                     return (conn, Err(e));
                 }
             }
@@ -77,6 +88,7 @@ impl Load {
             changes: Vec::new(),
             batches: Some(batches),
             copier: Some(copier),
+            first_versions,
         }
     }
 
@@ -145,8 +157,9 @@ impl Load {
     }
 
     /// After [`Load::finish`], on the connection it gave back: the feed
-    /// rows by binary COPY, then each document's version (1, or the next
-    /// after those of a document removed before) in one statement.
+    /// rows by binary COPY, then, unless the COPY thread wrote them, each
+    /// document's version (1, or the next after those of a document
+    /// removed before) in one statement.
     pub(super) fn write_rest(&mut self, client: &mut Client, seq: i64) -> Result<()> {
         if !self.changes.is_empty() {
             let sink = client.copy_in("COPY changes (seq, prefix, id, kind) FROM STDIN BINARY")?;
@@ -156,6 +169,9 @@ impl Load {
                 writer.write(&[&seq, &prefix, &id, &kind])?;
             }
             writer.finish()?;
+        }
+        if self.first_versions {
+            return Ok(());
         }
         client.batch_execute(
             "INSERT INTO versions (prefix, id, version, hash, size, title, is_text, seq)
@@ -168,6 +184,44 @@ impl Load {
         )?;
         Ok(())
     }
+}
+
+/// Version 1 of each document of a batch into `versions`, by binary COPY.
+fn copy_versions(client: &mut Client, batch: &[Row], seq: i64) -> Result<()> {
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let sink = client.copy_in(
+        "COPY versions (prefix, id, version, hash, size, title, is_text, seq)
+         FROM STDIN BINARY",
+    )?;
+    let types = [
+        Type::TEXT,
+        Type::TEXT,
+        Type::INT4,
+        Type::BYTEA,
+        Type::INT8,
+        Type::TEXT,
+        Type::BOOL,
+        Type::INT8,
+    ];
+    let mut writer = BinaryCopyInWriter::new(sink, &types);
+    for row in batch {
+        writer
+            .write(&[
+                &row.prefix,
+                &row.id,
+                &1i32,
+                &row.hash,
+                &row.size,
+                &row.title,
+                &row.is_text,
+                &seq,
+            ])
+            .with_context(|| format!("cannot send the version of {}/{}", row.prefix, row.id))?;
+    }
+    writer.finish()?;
+    Ok(())
 }
 
 /// One batch of documents into `documents`, by binary COPY.

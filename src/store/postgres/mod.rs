@@ -85,6 +85,10 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/postgres/0009_listing_inline.sql"),
         then: None,
     },
+    Migration {
+        sql: include_str!("../../../migrations/postgres/0010_small_values_inline.sql"),
+        then: None,
+    },
 ];
 
 /// The advisory lock under which a server migrates: others wait, then

@@ -91,6 +91,10 @@ pub(in crate::store) const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/sqlite/0009_listing_inline.sql"),
         then: None,
     },
+    Migration {
+        sql: include_str!("../../../migrations/sqlite/0010_small_values_inline.sql"),
+        then: None,
+    },
 ];
 
 const PAGE_SIZE: u32 = 16 * 1024;

@@ -1,0 +1,4 @@
+-- PostgreSQL's 0010 keeps the frontmatter and the `where` terms in the row
+-- and compresses search vectors with lz4; SQLite has no out-of-line
+-- storage to choose: nothing changes here. (The numbers and names of the
+-- migrations are the same on both backends.)
