@@ -161,7 +161,7 @@ pub fn run(opts: &Options) -> Result<Report> {
     // The database exists before the walk starts, so that the walk knows
     // its files when it lives inside the project.
     let store = match (opts.dry_run, &opts.db) {
-        (true, Location::File(path)) if !path.exists() => None,
+        (true, db) if Store::is_fresh(db)? => None,
         (true, db) => Some(Store::open(db, Access::ReadOnly)?),
         (false, db) => Some(Store::open(db, Access::Create)?),
     };

@@ -88,6 +88,16 @@ impl Store {
         Ok(Store::Sqlite(sqlite::Store::open_read_only(path)?))
     }
 
+    /// Whether `location` holds no orchestra database yet: no SQLite file,
+    /// or a PostgreSQL database orchestra never migrated. A dry run of an
+    /// import compares with nothing there, and opens nothing.
+    pub fn is_fresh(location: &Location) -> Result<bool> {
+        match location {
+            Location::File(path) => Ok(!path.exists()),
+            Location::Postgres(target) => PgStore::is_fresh(target),
+        }
+    }
+
     /// Opens the store at `location` as `access` says. A PostgreSQL
     /// database always exists (the server's owner makes it); opening it
     /// for `Create` or `Existing` migrates it.

@@ -141,6 +141,15 @@ impl PgStore {
         Ok(PgStore::pool(target))
     }
 
+    /// Whether orchestra never migrated `target` (schema version 0): an
+    /// empty database, as a SQLite file is before the first import.
+    pub fn is_fresh(target: &PgTarget) -> Result<bool> {
+        let mut client = connect(target)?;
+        let version = schema_version(&mut client)
+            .with_context(|| format!("cannot read the database {target}"))?;
+        Ok(version == 0)
+    }
+
     fn pool(target: PgTarget) -> PgStore {
         let manager = Manager(PostgresConnectionManager::new(
             target.config().clone(),
