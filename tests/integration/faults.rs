@@ -11,8 +11,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::support::{
-    BIN, Cmd, Counts, Output, Project, Server, checkpoint_and_close, content_digest, history_check,
-    integrity_check, keys, open_read_only, search_check, sidecar, wal_len,
+    BIN, Cmd, Counts, Db, Output, Project, Server, checkpoint_and_close, content_digest,
+    history_check, integrity_check, keys, open_read_only, row, search_check, sidecar, wal_len,
 };
 
 fn initialize() -> Value {
@@ -866,18 +866,9 @@ fn a_folder_of_100k_files_is_imported() {
             ..Counts::default()
         }
     );
-    let stored: i64 = open_read_only(&p.db())
-        .query_row("SELECT count(*) FROM documents", [], |r| r.get(0))
-        .unwrap();
+    let stored = Db::open(&p.db()).int("SELECT count(*) FROM documents", &[]);
     assert_eq!(stored, FILES as i64);
-    let body: Vec<u8> = open_read_only(&p.db())
-        .query_row(
-            "SELECT body FROM documents WHERE prefix = 'features' AND id = 'F099999'",
-            [],
-            |r| r.get(0),
-        )
-        .unwrap();
-    assert_eq!(body, b"# F999\n");
+    assert_eq!(row(&p.db(), "features/F099999").body, b"# F999\n");
     eprintln!(
         "{FILES} files in one folder: written in {generated:?}, imported in {first:?}, \
          imported again (nothing changed) in {second:?}"

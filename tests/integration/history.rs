@@ -6,7 +6,7 @@ use std::process::Command;
 use base64::Engine;
 use serde_json::{Value, json};
 
-use crate::support::{Project, Server, history_check, open_read_only};
+use crate::support::{Db, Project, Server, history_check};
 
 /// What the test expects the history to hold: per key (`prefix/id`), every
 /// version in order, `None` for a removal.
@@ -342,11 +342,7 @@ fn twenty_changes_every_version_reads_back_and_compares() {
             }
         }
     }
-    let conn = open_read_only(&p.db());
-    let bodies: i64 = conn
-        .query_row("SELECT count(*) FROM bodies", [], |r| r.get(0))
-        .unwrap();
+    let bodies = Db::open(&p.db()).int("SELECT count(*) FROM bodies", &[]);
     assert_eq!(bodies as usize, superseded.len());
-    drop(conn);
     assert_eq!(history_check(&p.db()), "ok");
 }

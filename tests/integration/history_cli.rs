@@ -5,7 +5,7 @@ use serde_json::{Value, json};
 
 use crate::cli::{MARKING_PAGER, check, cmd, import_time, on_terminal, run};
 use crate::history::reference_diff;
-use crate::support::{Project, content_digest, open_read_only};
+use crate::support::{Db, Project, content_digest};
 
 const A1: &[u8] = b"# Alpha\n\nline 1\nline 2\nline 3\nline 4\nline 5\n";
 /// A title with an escape code: shown as `?[7m` on a terminal and in a pipe.
@@ -624,16 +624,12 @@ fn show_version_on_a_terminal_pages_text_only() {
 /// The bodies of past versions the file holds: how many, their bytes as
 /// stored and as they were.
 fn stored_bodies(p: &Project) -> (u64, u64, u64) {
-    open_read_only(&p.db())
-        .query_row(
-            "SELECT count(*), coalesce(sum(length(zstd)), 0), coalesce(sum(size), 0) FROM bodies",
-            [],
-            |r| {
-                let n = |i: usize| r.get::<_, i64>(i).map(|n| n as u64);
-                Ok((n(0)?, n(1)?, n(2)?))
-            },
-        )
-        .unwrap()
+    let row = Db::open(&p.db()).ints(
+        "SELECT count(*), CAST(coalesce(sum(length(zstd)), 0) AS BIGINT),
+                CAST(coalesce(sum(size), 0) AS BIGINT) FROM bodies",
+        &[],
+    );
+    (row[0] as u64, row[1] as u64, row[2] as u64)
 }
 
 /// `stats --json`'s `history`.
@@ -769,13 +765,8 @@ fn prune_dry_run_says_what_would_go_and_writes_nothing() {
 
 /// The bytes the stored body of `bytes` takes (compressed).
 fn stored_size(p: &Project, bytes: &[u8]) -> u64 {
-    open_read_only(&p.db())
-        .query_row(
-            "SELECT length(zstd) FROM bodies WHERE hash = ?1",
-            [blake3::hash(bytes).as_bytes().as_slice()],
-            |r| r.get::<_, i64>(0),
-        )
-        .unwrap() as u64
+    let hash = blake3::hash(bytes).as_bytes().to_vec();
+    Db::open(&p.db()).int("SELECT length(zstd) FROM bodies WHERE hash = $1", &[&hash]) as u64
 }
 
 #[test]

@@ -6,7 +6,10 @@
 
 use std::path::Path;
 
-use crate::support::{Counts, Project, dump, keys, mtime_ns, project_row, row, stored_mtime_ns};
+use crate::support::{
+    Counts, Project, dump, keys, mtime_ns, on_postgres, pg_tables, project_row, row,
+    stored_mtime_ns,
+};
 
 /// Every document of `fixtures/project`, in (prefix, id) order.
 const FIXTURE_KEYS: &[&str] = &[
@@ -128,7 +131,16 @@ fn fixture_report_as_json() {
     assert_eq!(report.seq(), 1);
     assert_eq!(report.0["dry_run"], false);
     assert_eq!(report.0["dir"], "project");
-    assert_eq!(report.0["db"], ".orchestra/orchestra.db");
+    // On PostgreSQL, the database as the server the environment names
+    // serves it: postgres://USER@HOST:PORT/NAME.
+    let db = report.0["db"].as_str().unwrap();
+    match p.db_arg().strip_prefix("postgres:///") {
+        None => assert_eq!(db, ".orchestra/orchestra.db"),
+        Some(name) => assert!(
+            db.starts_with("postgres://") && db.ends_with(&format!("/{name}")),
+            "{db}"
+        ),
+    }
     assert_eq!(report.warnings(), []);
     assert!(report.0["seconds"].as_f64().unwrap() >= 0.0);
 }
@@ -588,12 +600,26 @@ fn dry_run_on_a_fresh_folder_creates_no_database() {
         !p.root_path(".orchestra").exists(),
         "--dry-run created the database folder"
     );
+    if on_postgres() {
+        assert_eq!(pg_tables(&p.db()), [], "--dry-run wrote a schema");
+    }
 }
 
-/// Bytes of the database file and its WAL (empty when there is none).
-fn db_files(db: &Path) -> (Vec<u8>, Vec<u8>) {
+/// What a dry run leaves as it was: the bytes of the database file and of
+/// its WAL (empty when there is none); on PostgreSQL, every row of every
+/// table.
+#[derive(PartialEq)]
+enum DbFiles {
+    Sqlite(Vec<u8>, Vec<u8>),
+    Postgres(Vec<(String, Vec<String>)>),
+}
+
+fn db_files(db: &Path) -> DbFiles {
+    if on_postgres() {
+        return DbFiles::Postgres(pg_tables(db));
+    }
     let wal = db.with_file_name(format!("{}-wal", db.file_name().unwrap().to_str().unwrap()));
-    (
+    DbFiles::Sqlite(
         std::fs::read(db).unwrap(),
         std::fs::read(wal).unwrap_or_default(),
     )

@@ -6,7 +6,7 @@ use rusqlite::Connection;
 use serde_json::Value;
 
 use crate::http::{HttpServer, encode, fixture_project};
-use crate::support::{Output, Project, search_check};
+use crate::support::{Db, Output, Project, search_check};
 
 fn search(p: &Project, args: &[&str]) -> Output {
     let mut all = vec!["search"];
@@ -148,13 +148,8 @@ fn search_json_lines_and_exit_statuses() {
 #[test]
 fn search_reads_while_an_import_holds_the_write_lock() {
     let p = fixture_project();
-    let writer = Connection::open(p.db()).unwrap();
-    writer
-        .execute_batch(
-            "BEGIN IMMEDIATE; DELETE FROM documents WHERE id = 'FEAT-001';
-             INSERT INTO search (search) VALUES ('rebuild');",
-        )
-        .unwrap();
+    let mut writer = Db::writable(&p.db());
+    writer.begin_as_import("FEAT-001");
     let out = search(&p, &["offline", "work", "orders"]);
     out.assert_success();
     assert_eq!(
@@ -166,7 +161,7 @@ fn search_reads_while_an_import_holds_the_write_lock() {
         ],
         "the last commit: {out:?}"
     );
-    writer.execute_batch("ROLLBACK").unwrap();
+    writer.batch("ROLLBACK");
 }
 
 /// A database as orchestra wrote it before search (schema version 3).

@@ -90,6 +90,29 @@ impl Project {
         }
     }
 
+    /// The default database as a `--db` from the working folder names it:
+    /// `.orchestra/orchestra.db`, or the PostgreSQL database's URL.
+    pub fn db_arg(&self) -> String {
+        match &self.pg {
+            Some(pg) => pg.url(),
+            None => ".orchestra/orchestra.db".to_string(),
+        }
+    }
+
+    /// The default database as orchestra names it when it repeats a
+    /// `--db`: `.orchestra/orchestra.db`; on PostgreSQL, the URL with the
+    /// user, host and port the environment gives, never a password (as a
+    /// dry run's report names it).
+    pub fn db_shown(&self) -> String {
+        match &self.pg {
+            Some(_) => {
+                let report = self.import_json(&["--dry-run"]);
+                report.0["db"].as_str().expect("db").to_string()
+            }
+            None => ".orchestra/orchestra.db".to_string(),
+        }
+    }
+
     /// Writes a project file, creating its folders.
     pub fn file(&self, rel: &str, contents: impl AsRef<[u8]>) -> &Project {
         write_file(&self.path(rel), contents.as_ref());
@@ -612,6 +635,157 @@ fn pg_client(db: &Path) -> Option<postgres::Client> {
     Some(pg_config(name).connect(postgres::NoTls).unwrap())
 }
 
+/// A connection to a project's database, SQLite file or PostgreSQL, for
+/// the queries a test writes once for both: parameters are `$1`, `$2`…
+/// (`?1`, `?2`… on SQLite) and the SQL is what both read alike.
+pub enum Db {
+    Sqlite(Connection),
+    Postgres(postgres::Client),
+}
+
+/// The advisory lock a PostgreSQL import holds (store/postgres/import_tx.rs).
+const IMPORT_LOCK: i64 = 0x6f72_6368_696d_706f;
+
+/// A parameter of a [`Db`] query: a value both drivers can bind.
+pub trait Param {
+    fn sqlite(&self) -> &dyn rusqlite::ToSql;
+    fn postgres(&self) -> &(dyn postgres::types::ToSql + Sync);
+}
+
+impl<T: rusqlite::ToSql + postgres::types::ToSql + Sync> Param for T {
+    fn sqlite(&self) -> &dyn rusqlite::ToSql {
+        self
+    }
+    fn postgres(&self) -> &(dyn postgres::types::ToSql + Sync) {
+        self
+    }
+}
+
+impl Db {
+    /// `db` to read: a SQLite file is opened read-only.
+    pub fn open(db: &Path) -> Db {
+        match pg_client(db) {
+            Some(client) => Db::Postgres(client),
+            None => Db::Sqlite(open_read_only(db)),
+        }
+    }
+
+    /// `db` to write, or to read as the next orchestra would: a WAL left by
+    /// a killed writer is recovered first.
+    pub fn writable(db: &Path) -> Db {
+        match pg_client(db) {
+            Some(client) => Db::Postgres(client),
+            None => Db::Sqlite(
+                Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_WRITE)
+                    .unwrap_or_else(|e| panic!("open {}: {e}", db.display())),
+            ),
+        }
+    }
+
+    /// The one row of `sql`, every column an integer (PostgreSQL's
+    /// `integer` and `bigint` alike).
+    pub fn ints(&mut self, sql: &str, params: &[&dyn Param]) -> Vec<i64> {
+        match self {
+            Db::Sqlite(conn) => {
+                let params: Vec<&dyn rusqlite::ToSql> = params.iter().map(|p| p.sqlite()).collect();
+                let mut stmt = conn.prepare(&sql.replace('$', "?")).unwrap();
+                let columns = stmt.column_count();
+                stmt.query_row(params.as_slice(), |r| {
+                    (0..columns).map(|i| r.get(i)).collect()
+                })
+                .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            }
+            Db::Postgres(client) => {
+                let params: Vec<_> = params.iter().map(|p| p.postgres()).collect();
+                let row = client
+                    .query_one(sql, &params)
+                    .unwrap_or_else(|e| panic!("{sql}: {e}"));
+                (0..row.len())
+                    .map(|i| match *row.columns()[i].type_() {
+                        postgres::types::Type::INT4 => i64::from(row.get::<_, i32>(i)),
+                        _ => row.get(i),
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// The one integer `sql` selects.
+    pub fn int(&mut self, sql: &str, params: &[&dyn Param]) -> i64 {
+        let row = self.ints(sql, params);
+        assert_eq!(row.len(), 1, "{sql}: one column");
+        row[0]
+    }
+
+    /// Opens a write transaction that holds what an import holds while it
+    /// writes, and in it removes the documents whose id is `id`: on SQLite
+    /// the write lock and a rebuild of the search index; on PostgreSQL the
+    /// import's advisory lock (store/postgres/import_tx.rs: `IMPORT_LOCK`),
+    /// the project row and every document row. `batch("ROLLBACK")` ends it.
+    pub fn begin_as_import(&mut self, id: &str) {
+        let sql = match self {
+            Db::Sqlite(_) => format!(
+                "BEGIN IMMEDIATE; DELETE FROM documents WHERE id = '{id}';
+                 INSERT INTO search (search) VALUES ('rebuild');"
+            ),
+            Db::Postgres(_) => format!(
+                "BEGIN; SELECT pg_advisory_xact_lock({IMPORT_LOCK});
+                 UPDATE project SET seq = seq + 1; DELETE FROM documents WHERE id = '{id}';
+                 UPDATE documents SET search = search;"
+            ),
+        };
+        self.batch(&sql);
+    }
+
+    /// Runs the statements of `sql`, no rows returned.
+    pub fn batch(&mut self, sql: &str) {
+        match self {
+            Db::Sqlite(conn) => conn.execute_batch(sql).unwrap(),
+            Db::Postgres(client) => client.batch_execute(sql).unwrap(),
+        }
+    }
+}
+
+/// Every table of the PostgreSQL database `db` (a `postgres:///NAME`) with
+/// every row, as PostgreSQL writes a row as text, sorted: what a command
+/// that writes nothing must leave as it was. Empty before any schema.
+pub fn pg_tables(db: &Path) -> Vec<(String, Vec<String>)> {
+    let mut client = pg_client(db).unwrap_or_else(|| panic!("{} is not PostgreSQL", db.display()));
+    let tables: Vec<String> = client
+        .query(
+            "SELECT table_name::text FROM information_schema.tables
+             WHERE table_schema = 'public' ORDER BY 1",
+            &[],
+        )
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    tables
+        .into_iter()
+        .map(|table| {
+            let sql = format!("SELECT CAST(t AS text) FROM {table} t ORDER BY 1");
+            let rows = client
+                .query(&sql, &[])
+                .unwrap()
+                .iter()
+                .map(|r| r.get(0))
+                .collect();
+            (table, rows)
+        })
+        .collect()
+}
+
+/// The database's size as `stats` counts it: a SQLite file's pages, a
+/// PostgreSQL database's `pg_database_size`.
+pub fn database_bytes(db: &Path) -> i64 {
+    let sql = match pg_client(db) {
+        Some(_) => "SELECT pg_database_size(current_database())",
+        None => "SELECT page_count * page_size FROM pragma_page_count, pragma_page_size",
+    };
+    Db::open(db).int(sql, &[])
+}
+
 /// Every document of `db`, sorted by (prefix, id).
 pub fn dump(db: &Path) -> Vec<Row> {
     if let Some(mut client) = pg_client(db) {
@@ -840,19 +1014,18 @@ pub fn wal_len(db: &Path) -> u64 {
 /// version with bytes finds them, in `documents` (the current ones) or
 /// in `bodies`. "ok" when all hold.
 pub fn history_check(db: &Path) -> String {
-    let conn = Connection::open_with_flags(db, OpenFlags::SQLITE_OPEN_READ_WRITE)
-        .unwrap_or_else(|e| panic!("open {}: {e}", db.display()));
+    let mut conn = Db::writable(db);
     let checks = [
         (
             "documents whose newest version is not their bytes",
-            "SELECT count(*) FROM documents d WHERE d.hash IS NOT (
+            "SELECT count(*) FROM documents d WHERE d.hash IS DISTINCT FROM (
                  SELECT hash FROM versions v WHERE v.prefix = d.prefix AND v.id = d.id
                  ORDER BY version DESC LIMIT 1)",
         ),
         (
             "documents whose version numbers are not 1..n",
             "SELECT count(*) FROM (SELECT prefix, id FROM versions GROUP BY prefix, id
-                                   HAVING min(version) <> 1 OR max(version) <> count(*))",
+                                   HAVING min(version) <> 1 OR max(version) <> count(*)) AS bad",
         ),
         (
             "versions whose bytes are nowhere",
@@ -863,7 +1036,7 @@ pub fn history_check(db: &Path) -> String {
         ),
     ];
     for (what, sql) in checks {
-        let n: i64 = conn.query_row(sql, [], |r| r.get(0)).unwrap();
+        let n = conn.int(sql, &[]);
         if n != 0 {
             return format!("{n} {what}");
         }
@@ -968,25 +1141,18 @@ pub fn checkpoint_and_close(db: &Path) {
 /// databases as far as orchestra can tell; much cheaper than [`dump`].
 pub fn content_digest(db: &Path) -> String {
     use rusqlite::types::ValueRef;
+    if let Some(mut client) = pg_client(db) {
+        return pg_content_digest(&mut client);
+    }
     let conn = open_read_only(db);
     let mut hasher = blake3::Hasher::new();
     // Values are framed (type, length) into a buffer hashed in large
     // chunks: many small updates are slow in a debug build.
     let mut buf = Vec::with_capacity(1 << 20);
-    for (table, sql) in [
-        (
-            "documents",
-            "SELECT prefix, id, size, mtime_ns, hash, is_text, title, description,
-                    frontmatter, seq, body FROM documents ORDER BY prefix, id",
-        ),
-        ("project", "SELECT singleton, root, seq FROM project"),
-        (
-            "changes",
-            "SELECT seq, prefix, id, kind FROM changes ORDER BY seq, prefix, id, kind",
-        ),
-    ] {
+    for (table, columns, order) in DIGESTED {
+        let sql = format!("SELECT {columns} FROM {table} ORDER BY {order}");
         buf.extend_from_slice(table.as_bytes());
-        let mut stmt = conn.prepare(sql).unwrap();
+        let mut stmt = conn.prepare(&sql).unwrap();
         let columns = stmt.column_count();
         let mut rows = stmt.query([]).unwrap();
         while let Some(row) = rows.next().unwrap() {
@@ -1018,6 +1184,33 @@ pub fn content_digest(db: &Path) -> String {
         }
     }
     hasher.update(&buf);
+    hasher.finalize().to_hex().to_string()
+}
+
+/// What [`content_digest`] reads: (table, columns, order).
+const DIGESTED: [(&str, &str, &str); 3] = [
+    (
+        "documents",
+        "prefix, id, size, mtime_ns, hash, is_text, title, description, frontmatter, seq, body",
+        "prefix, id",
+    ),
+    ("project", "singleton, root, seq", "singleton"),
+    ("changes", "seq, prefix, id, kind", "seq, prefix, id, kind"),
+];
+
+/// [`content_digest`] of a PostgreSQL database: the same rows, each as
+/// PostgreSQL writes a row as text (`bytea` in hex), framed by its length.
+fn pg_content_digest(client: &mut postgres::Client) -> String {
+    let mut hasher = blake3::Hasher::new();
+    for (table, columns, order) in DIGESTED {
+        hasher.update(table.as_bytes());
+        let sql = format!("SELECT CAST(ROW({columns}) AS text) FROM {table} ORDER BY {order}");
+        for row in client.query(&sql, &[]).unwrap() {
+            let text: String = row.get(0);
+            hasher.update(&(text.len() as u64).to_le_bytes());
+            hasher.update(text.as_bytes());
+        }
+    }
     hasher.finalize().to_hex().to_string()
 }
 
