@@ -33,22 +33,32 @@ echo "==> cargo build --release --locked"
 cargo build --release --locked
 
 echo "==> cargo test --locked (beside a throwaway PostgreSQL 15: pg_virtualenv)"
-# Then the end-to-end tests of the protocol, the HTTP transport, import,
-# search and the viewer again, every project's default database on
-# PostgreSQL (tests/integration/support.rs: on_postgres). Skipped there: the
-# tests whose subject is the SQLite file itself (the default path under the
-# working folder, a dry run that leaves the file untouched, the index check
-# and write lock of a SQLite file).
-PG_AGAIN="http:: serve:: import:: viewer:: concurrency:: search::"
+# Then the end-to-end tests again, every project's default database on
+# PostgreSQL (tests/integration/support.rs: on_postgres), less those whose
+# subject is the SQLite file itself, each with its reason. (postgres::, the
+# PostgreSQL store's own tests, run on it in the first run.)
+PG_AGAIN="http:: serve:: import:: viewer:: concurrency:: search:: cli:: history_cli:: history:: faults::"
 SQLITE_ONLY=(
+  # the default database: a file under the working folder
   import::db_flag_then_env_then_default_under_the_working_folder
-  import::dry_run_lists_exactly_the_changes_and_writes_nothing
-  import::dry_run_on_a_fresh_folder_creates_no_database
-  import::fixture_report_as_json
+  # serve with no flags: the default file, or none
   serve::serve_with_no_flags
+  # a SQLite file from before search, upgraded by a SQLite migration
   search::a_database_from_before_search
-  search::search_reads_while_an_import_holds_the_write_lock
+  # the test's own check of a SQLite file's FTS5 indexes
   search::the_search_check_sees
+  # SIGKILL of an import into a SQLite file and its WAL (PostgreSQL's: postgres::)
+  faults::sigkill_at_random_moments
+  # a write past ulimit -f into a SQLite file
+  faults::a_full_disk_fails
+  # a SQLite file and folder without write permission
+  faults::a_read_only_database_is_refused
+  faults::serve_on_a_read_only_database
+  # the SQLite file and its WAL deleted under a server (PostgreSQL's: postgres::)
+  faults::a_database_deleted_under_a_running_server
+  # a SQLite file inside the project folder it imports
+  faults::a_project_that_holds_its_own_database
+  faults::a_database_named_like_a_document
 )
 SKIPS="$(printf -- '--skip %s ' "${SQLITE_ONLY[@]}")"
 pg_virtualenv -t -v 15 bash -c \
