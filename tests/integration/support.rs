@@ -18,7 +18,10 @@ use rusqlite::{Connection, OpenFlags};
 pub const BIN: &str = env!("CARGO_BIN_EXE_orchestra");
 
 /// A run that takes longer than this is a hang: it is killed and the test fails.
-const RUN_TIMEOUT: Duration = Duration::from_secs(60);
+/// Generous: on two cores, the suite's parallel tests share them with a
+/// PostgreSQL server (an import on PostgreSQL beside the 100k-file test
+/// once took a minute on a loaded machine).
+const RUN_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The shipped fixture project (never written to: tests copy it).
 pub fn fixture_dir() -> PathBuf {
