@@ -94,14 +94,20 @@ impl From<CursorError> for RpcError {
 }
 
 /// Anything unexpected (the database, a bug) is an internal error; the
-/// details go to the log, not to the client.
+/// details go to the log, not to the client. A database that cannot be
+/// reached now is a warning: this server is sound, and a request may
+/// succeed later.
 impl From<anyhow::Error> for RpcError {
     fn from(e: anyhow::Error) -> RpcError {
-        tracing::error!("internal error: {e:#}");
         match crate::store::is_unavailable(&e) {
-            // Worth saying: the request may succeed later.
-            true => RpcError::internal(crate::store::Unavailable.to_string()),
-            false => RpcError::internal("Internal error"),
+            true => {
+                tracing::warn!("{e:#}");
+                RpcError::internal(crate::store::Unavailable.to_string())
+            }
+            false => {
+                tracing::error!("internal error: {e:#}");
+                RpcError::internal("Internal error")
+            }
         }
     }
 }

@@ -233,6 +233,18 @@ fn plain_error(status: StatusCode, message: &str) -> Response {
     (status, Json(json!({ "error": message }))).into_response()
 }
 
+/// A read that failed: 503 when the database cannot be reached now (worth
+/// asking again; a warning in the log), else 500 (an error in the log).
+fn read_failed(e: anyhow::Error) -> Response {
+    if crate::store::is_unavailable(&e) {
+        tracing::warn!("{e:#}");
+        let unavailable = crate::store::Unavailable.to_string();
+        return plain_error(StatusCode::SERVICE_UNAVAILABLE, &unavailable);
+    }
+    tracing::error!("internal error: {e:#}");
+    plain_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
+}
+
 /// Host, Origin and token checks, in front of every route; CORS for the
 /// browser pages that pass them.
 async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
@@ -746,10 +758,7 @@ async fn get_search(
     match answered {
         Ok(Ok(Ok(value))) => Json(value).into_response(),
         Ok(Ok(Err(e))) => plain_error(StatusCode::BAD_REQUEST, &e.to_string()),
-        Ok(Err(e)) => {
-            tracing::error!("internal error: {e:#}");
-            plain_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
-        }
+        Ok(Err(e)) => read_failed(e),
         Err(e) => {
             tracing::error!("handler failed: {e}");
             plain_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
@@ -790,10 +799,7 @@ async fn get_resource(
                 &format!("the document is {size} bytes, more than a response may carry"),
             );
         }
-        Ok(Err(e)) => {
-            tracing::error!("internal error: {e:#}");
-            return plain_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error");
-        }
+        Ok(Err(e)) => return read_failed(e),
         Err(e) => {
             tracing::error!("handler failed: {e}");
             return plain_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error");

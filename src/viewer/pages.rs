@@ -110,6 +110,15 @@ pub(super) async fn read<T: Send + 'static>(
 }
 
 pub(super) fn internal(e: anyhow::Error) -> Response {
+    if crate::store::is_unavailable(&e) {
+        // The database down or restarting: a reload may succeed.
+        tracing::warn!("viewer: {e:#}");
+        return error_page(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "Database unavailable",
+            "The database cannot be reached just now; try again shortly.".to_string(),
+        );
+    }
     tracing::error!("viewer: {e:#}");
     error_page(
         StatusCode::INTERNAL_SERVER_ERROR,

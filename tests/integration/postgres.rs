@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{BIN, PgDatabase, Project, Server};
+use crate::support::{BIN, PgDatabase, PrivateCluster, Project, Server};
 
 /// The fixture project, imported into its default SQLite file and into a
 /// fresh PostgreSQL database.
@@ -524,98 +524,6 @@ fn cut_off_halfway(
         return;
     }
     panic!("no attempt cut an import off before its end");
-}
-
-/// A PostgreSQL cluster of a test's own (a nested `pg_virtualenv`), which
-/// the test may stop, crash and start without disturbing the shared one
-/// that the other tests use. It is dropped, with its folder, when this is.
-struct PrivateCluster {
-    /// `pg_virtualenv`, which keeps the cluster while its command (`cat`)
-    /// reads an open stdin.
-    holder: std::process::Child,
-    env: std::collections::HashMap<String, String>,
-}
-
-impl PrivateCluster {
-    fn start() -> PrivateCluster {
-        use std::io::BufRead;
-        let mut holder = Command::new("pg_virtualenv")
-            .args(["-t", "-v", "15", "sh", "-c"])
-            .arg("echo '==env'; env; echo '==end'; exec cat >/dev/null")
-            // The shared cluster's settings would make the new one take
-            // its port, and its folders.
-            .env_remove("PGPORT")
-            .env_remove("PGHOST")
-            .env_remove("PGSYSCONFDIR")
-            .env_remove("PG_CLUSTER_CONF_ROOT")
-            .env_remove("PGDATABASE")
-            .env_remove("PGUSER")
-            .env_remove("PGPASSWORD")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("pg_virtualenv (postgresql-common) is installed by scripts/test.sh");
-        let mut lines = std::io::BufReader::new(holder.stdout.take().unwrap()).lines();
-        let mut env = std::collections::HashMap::new();
-        let mut inside = false;
-        for line in lines.by_ref() {
-            let line = line.unwrap();
-            match line.as_str() {
-                "==env" => inside = true,
-                "==end" => break,
-                _ if inside => {
-                    if let Some((name, value)) = line.split_once('=') {
-                        env.insert(name.to_string(), value.to_string());
-                    }
-                }
-                _ => {}
-            }
-        }
-        assert!(
-            env.contains_key("PGPORT"),
-            "pg_virtualenv started no cluster"
-        );
-        // What pg_virtualenv prints when it drops the cluster must not
-        // block it: read it away.
-        std::thread::spawn(move || lines.for_each(drop));
-        PrivateCluster { holder, env }
-    }
-
-    /// Its `postgres` database, as a `--db` that names every part.
-    fn url(&self) -> String {
-        let var = |name: &str| &self.env[name];
-        format!(
-            "postgres://{}:{}@{}:{}/postgres",
-            var("PGUSER"),
-            var("PGPASSWORD"),
-            var("PGHOST"),
-            var("PGPORT")
-        )
-    }
-
-    /// `pg_ctlcluster [--mode MODE] 15 regress ACTION`.
-    fn ctl(&self, action: &str, mode: Option<&str>) {
-        let mut ctl = Command::new("pg_ctlcluster");
-        if let Some(mode) = mode {
-            ctl.args(["--mode", mode]);
-        }
-        let status = ctl
-            .args(["15", "regress", action])
-            .env_clear()
-            .envs(&self.env)
-            .stdout(Stdio::null())
-            .status()
-            .unwrap();
-        assert!(status.success(), "pg_ctlcluster {action}: {status}");
-    }
-}
-
-impl Drop for PrivateCluster {
-    fn drop(&mut self) {
-        drop(self.holder.stdin.take());
-        let _ = self.holder.wait();
-    }
 }
 
 /// PostgreSQL itself stopped and started, then crashed and restarted,

@@ -161,6 +161,7 @@ impl PgStore {
             // While the database is down, a request fails after this
             // rather than waiting (r2d2's default: 30 s).
             .connection_timeout(CONNECT_TIMEOUT)
+            .error_handler(Box::new(pool::Warn::new(target.to_string())))
             .build_unchecked(manager);
         PgStore { pool, target }
     }

@@ -13,6 +13,7 @@
 mod client;
 mod guards;
 mod messages;
+mod outage;
 mod resource;
 mod server;
 mod sessions;

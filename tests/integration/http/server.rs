@@ -1,7 +1,7 @@
 //! The server under test: `orchestra serve --http` started on port 0, its stderr kept, killed when dropped.
 
 use std::io::{BufRead, BufReader};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex, mpsc};
 
@@ -35,10 +35,21 @@ impl HttpServer {
         args: &[&str],
         envs: &[(&str, &str)],
     ) -> HttpServer {
+        HttpServer::launch_on(project, &project.db(), bind, args, envs)
+    }
+
+    /// `serve --db DB --http BIND ARGS` in `project`'s folder.
+    pub(crate) fn launch_on(
+        project: &Project,
+        db: &Path,
+        bind: &str,
+        args: &[&str],
+        envs: &[(&str, &str)],
+    ) -> HttpServer {
         let mut child = Command::new(BIN)
             .arg("serve")
             .arg("--db")
-            .arg(project.db())
+            .arg(db)
             .arg("--http")
             .arg(bind)
             .args(args)
