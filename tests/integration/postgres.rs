@@ -127,6 +127,21 @@ fn subscribed_server(url: &str, uri: &str) -> Server {
     server
 }
 
+/// Rewrites FEAT-002 as `text`, imports the project into `url` and waits
+/// until `server`, subscribed to it, is told.
+fn edit_import_and_hear(p: &Project, url: &str, server: &mut Server, text: &str) {
+    p.file("features/FEAT-002.md", text);
+    let started = Instant::now();
+    p.run(&["import", "project", "--db", url]).assert_success();
+    let heard: Value = serde_json::from_str(&server.recv()).unwrap();
+    eprintln!("heard after {:?}: {heard}", started.elapsed());
+    assert_eq!(
+        heard,
+        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
+               "params": {"uri": "orchestra://features/FEAT-002"}})
+    );
+}
+
 /// A server on PostgreSQL hears the commit of an import run by another
 /// process (through NOTIFY): a subscribed client is told, promptly.
 #[test]
@@ -307,16 +322,7 @@ fn a_server_on_postgres_outlives_the_database_going_away() {
         "method": "resources/read", "params": {"uri": uri}}));
     assert!(read["result"]["contents"][0]["text"].is_string(), "{read}");
 
-    p.file("features/FEAT-002.md", "# Photos, after the outage\n");
-    let started = Instant::now();
-    p.run(&["import", "project", "--db", &url]).assert_success();
-    let heard: Value = serde_json::from_str(&server.recv()).unwrap();
-    eprintln!("heard after {:?}: {heard}", started.elapsed());
-    assert_eq!(
-        heard,
-        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
-               "params": {"uri": uri}})
-    );
+    edit_import_and_hear(&p, &url, &mut server, "# Photos, after the outage\n");
     let (_, status) = server.close();
     assert!(status.success());
 }
@@ -572,16 +578,7 @@ fn a_server_on_postgres_outlives_restarts_of_postgres() {
 
     // A crash: no shutdown, the sessions cut, recovery from the WAL.
     cluster.ctl("restart", Some("immediate"));
-    p.file("features/FEAT-002.md", "# Photos, after the crash\n");
-    let started = Instant::now();
-    p.run(&["import", "project", "--db", &url]).assert_success();
-    let heard: Value = serde_json::from_str(&server.recv()).unwrap();
-    eprintln!("heard after {:?}: {heard}", started.elapsed());
-    assert_eq!(
-        heard,
-        json!({"jsonrpc": "2.0", "method": "notifications/resources/updated",
-               "params": {"uri": uri}})
-    );
+    edit_import_and_hear(&p, &url, &mut server, "# Photos, after the crash\n");
     let served = read(&mut server, 5);
     assert_eq!(
         served["result"]["contents"][0]["text"], "# Photos, after the crash\n",
