@@ -34,7 +34,7 @@ cargo build --release --locked
 
 echo "==> cargo test --locked (beside a throwaway PostgreSQL 15: pg_virtualenv)"
 # Then the end-to-end tests again, every project's default database on
-# PostgreSQL (tests/integration/support.rs: on_postgres), less those whose
+# PostgreSQL (tests/integration/support/mod.rs: on_postgres), less those whose
 # subject is the SQLite file itself, each with its reason. (postgres::, the
 # PostgreSQL store's own tests, run on it in the first run.)
 PG_AGAIN="http:: serve:: import:: viewer:: concurrency:: search:: cli:: history_cli:: history:: faults::"
