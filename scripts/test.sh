@@ -47,6 +47,8 @@ SQLITE_ONLY=(
   search::a_database_from_before_search
   # the test's own check of a SQLite file's FTS5 indexes
   search::the_search_check_sees
+  # a SQLite file whose history predates SQLite's migration 0011
+  history_cli::a_history_written_before_versions_were_chained
   # SIGKILL of an import into a SQLite file and its WAL (PostgreSQL's: postgres::)
   faults::sigkill_at_random_moments
   # a write past ulimit -f into a SQLite file

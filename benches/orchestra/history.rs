@@ -105,15 +105,22 @@ pub fn measure(
     let (stored_bytes, kept_bytes, versions) = {
         let conn = Connection::open(&without_db)?;
         let figures = conn.query_row(
+            // Past versions: all but the newest of each document (windowed:
+            // `versions` is keyed by import, not by document).
             "SELECT (SELECT coalesce(sum(length(zstd)), 0) FROM bodies),
-                    (SELECT coalesce(sum(v.size), 0) FROM versions v
-                     WHERE v.hash IS NOT NULL AND v.version < (SELECT max(version) FROM versions m
-                                                                WHERE m.prefix = v.prefix AND m.id = v.id)),
-                    (SELECT count(*) FROM versions v
-                     WHERE v.hash IS NOT NULL AND v.version < (SELECT max(version) FROM versions m
-                                                                WHERE m.prefix = v.prefix AND m.id = v.id))",
+                    coalesce(sum(size), 0), count(*)
+             FROM (SELECT hash, size,
+                          row_number() OVER (PARTITION BY prefix, id ORDER BY version DESC) AS n
+                   FROM versions)
+             WHERE hash IS NOT NULL AND n > 1",
             [],
-            |r| Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64, r.get::<_, i64>(2)? as u64)),
+            |r| {
+                Ok((
+                    r.get::<_, i64>(0)? as u64,
+                    r.get::<_, i64>(1)? as u64,
+                    r.get::<_, i64>(2)? as u64,
+                ))
+            },
         )?;
         // Not vacuumed: the documents keep the very pages they have in the
         // database with history, so reads and listings differ only by it.

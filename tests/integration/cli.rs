@@ -684,7 +684,7 @@ fn show_on_a_terminal_pages_text_only() {
 
 /// The schema version this orchestra writes: its number of migrations
 /// (for the store the tests run on).
-fn migrations() -> usize {
+pub fn migrations() -> usize {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("migrations")
         .join(if on_postgres() { "postgres" } else { "sqlite" });

@@ -938,3 +938,64 @@ fn off_a_terminal_history_commands_are_plain() {
         }
     }
 }
+
+/// Turns the history of `p`'s database back into what orchestra wrote
+/// before migration 0011: `versions` keyed by document, as migration 0006
+/// made it, no `removed`, schema version 10.
+fn as_before_0011(p: &Project) {
+    let conn = rusqlite::Connection::open(p.db()).unwrap();
+    conn.execute_batch(
+        "BEGIN;
+         CREATE TABLE keyed (
+             prefix TEXT NOT NULL,
+             id TEXT NOT NULL,
+             version INTEGER NOT NULL,
+             hash BLOB,
+             size INTEGER NOT NULL,
+             title TEXT NOT NULL,
+             is_text INTEGER NOT NULL,
+             seq INTEGER NOT NULL,
+             PRIMARY KEY (prefix, id, version)
+         ) WITHOUT ROWID;
+         INSERT INTO keyed SELECT prefix, id, version, hash, size, title, is_text, seq FROM versions;
+         DROP TABLE versions;
+         DROP TABLE removed;
+         ALTER TABLE keyed RENAME TO versions;
+         PRAGMA user_version = 10;
+         COMMIT;",
+    )
+    .unwrap();
+}
+
+#[test]
+fn a_history_written_before_versions_were_chained_reads_the_same_after_the_upgrade() {
+    let p = project();
+    let (before, stats) = (logs(&p), history_stats(&p));
+    as_before_0011(&p);
+    let schema = || Db::open(&p.db()).int("PRAGMA user_version", &[]);
+    assert_eq!(schema(), 10);
+    // The first command that opens it for writing upgrades it.
+    p.import(&[]).assert_success();
+    assert_eq!(schema() as usize, crate::cli::migrations());
+    assert_eq!(crate::support::history_check(&p.db()), "ok");
+    assert_eq!(logs(&p), before);
+    assert_eq!(history_stats(&p), stats);
+    for (args, expected) in [
+        (["show", "notes/a", "--version", "2"], A2),
+        (["show", "features/F-1", "--version", "1"], F1),
+        (["show", "notes/bin", "--version", "1"], BIN1),
+    ] {
+        assert_eq!(cmd(&p, &args).run_raw().stdout, expected, "{args:?}");
+    }
+    // Numbers go on from the upgraded chains: an edit, and a removed
+    // document that comes back.
+    p.file("notes/a.md", A2);
+    p.file("features/F-1.md", F1);
+    p.import(&[]).assert_success();
+    assert_eq!(
+        numbers(&p)[..2],
+        [vec![4, 3, 2, 1], vec![3, 2, 1]],
+        "notes/a and features/F-1"
+    );
+    assert_eq!(crate::support::history_check(&p.db()), "ok");
+}

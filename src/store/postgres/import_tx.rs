@@ -53,6 +53,8 @@ pub struct PgImportTx {
 
 /// The stored document an import replaces or removes, read once.
 struct Stored {
+    /// The import that last changed its bytes.
+    seq: i64,
     hash: Vec<u8>,
     size: i64,
     body: Vec<u8>,
@@ -152,7 +154,7 @@ impl PgImportTx {
     /// The stored document with this key, if there is one.
     fn stored(&self, key: &DocKey) -> Result<Option<Stored>> {
         let statement = self.prepared(
-            "SELECT hash, size, body, title FROM documents WHERE prefix = $1 AND id = $2",
+            "SELECT hash, size, body, title, seq FROM documents WHERE prefix = $1 AND id = $2",
         )?;
         Ok(self
             .client()
@@ -162,6 +164,7 @@ impl PgImportTx {
                 size: row.get(1),
                 body: row.get(2),
                 title: row.get(3),
+                seq: row.get(4),
             }))
     }
 
@@ -238,11 +241,14 @@ impl PgImportTx {
             .split(' ')
             .filter(|t| !t.is_empty())
             .collect();
-        let sql = match old {
-            Some(_) => UPDATE_DOCUMENT,
-            None => INSERT_DOCUMENT,
+        // The same bytes again make no version, and do not change the
+        // document: it keeps the sequence of its newest version (as SQLite,
+        // whose history finds that version under it).
+        let (sql, seq) = match &old {
+            Some(old) if same_bytes => (UPDATE_DOCUMENT, old.seq),
+            Some(_) => (UPDATE_DOCUMENT, self.seq),
+            None => (INSERT_DOCUMENT, self.seq),
         };
-        let seq = self.seq;
         let statement = self.prepared(sql)?;
         self.client()
             .execute(

@@ -89,6 +89,10 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/postgres/0010_small_values_inline.sql"),
         then: None,
     },
+    Migration {
+        sql: include_str!("../../../migrations/postgres/0011_versions_in_import_order.sql"),
+        then: None,
+    },
 ];
 
 /// The advisory lock under which a server migrates: others wait, then

@@ -1,7 +1,11 @@
 //! Document history in SQL: the versions an import records as it writes, the bytes of past versions (once per distinct body, zstd-compressed), reading a version back, and pruning.
 //!
 //! Every version of a document has a row in `versions` (migration 0006),
-//! the current one included; a removal is a version without a body. The
+//! the current one included; a removal is a version without a body. Rows
+//! are keyed by the import that wrote them (migration 0011), so an import
+//! appends its versions together; a document's versions are a chain from
+//! its newest, which is under `documents.seq` (a removed document's, in
+//! `removed`), each naming the sequence of the one before it. The
 //! current version's bytes live in `documents.body` as always, so reads of
 //! the current document cost what they cost without history; when an import
 //! replaces or removes a document, its old bytes move to `bodies`, keyed by
@@ -84,14 +88,65 @@ fn key_args(key: &DocKey) -> (&'static str, &str) {
     (key.prefix.as_str(), key.id.as_str())
 }
 
-/// The number the next version of `key` gets.
-fn next_version(conn: &Connection, key: &DocKey) -> Result<i64> {
+/// The number of the version of `key` made by import `seq`.
+fn number_at(conn: &Connection, key: &DocKey, seq: i64) -> Result<i64> {
     let (prefix, id) = key_args(key);
-    Ok(conn
-        .prepare_cached(
-            "SELECT coalesce(max(version), 0) + 1 FROM versions WHERE prefix = ?1 AND id = ?2",
-        )?
-        .query_row(params![prefix, id], |r| r.get(0))?)
+    conn.prepare_cached("SELECT version FROM versions WHERE seq = ?1 AND prefix = ?2 AND id = ?3")?
+        .query_row(params![seq, prefix, id], |r| r.get(0))
+        .optional()?
+        .with_context(|| format!("the history of {key} lacks its newest version (import {seq})"))
+}
+
+/// The removal that ends the history of `key`, a document coming back, if
+/// it was removed: taken out of `removed`, since its newest version will
+/// be the one written now.
+fn take_removal(conn: &Connection, key: &DocKey) -> Result<Option<i64>> {
+    let (prefix, id) = key_args(key);
+    let seq: Option<i64> = conn
+        .prepare_cached("SELECT seq FROM removed WHERE prefix = ?1 AND id = ?2")?
+        .query_row(params![prefix, id], |r| r.get(0))
+        .optional()?;
+    if seq.is_some() {
+        conn.prepare_cached("DELETE FROM removed WHERE prefix = ?1 AND id = ?2")?
+            .execute(params![prefix, id])?;
+    }
+    Ok(seq)
+}
+
+/// Appends a version of `key` under import `seq`, after the one under
+/// `previous` (none for a document never seen before).
+#[allow(clippy::too_many_arguments)]
+fn append(
+    conn: &Connection,
+    key: &DocKey,
+    seq: i64,
+    previous: Option<i64>,
+    hash: Option<&[u8]>,
+    size: u64,
+    title: &str,
+    is_text: bool,
+) -> Result<()> {
+    let number = match previous {
+        Some(previous) => number_at(conn, key, previous)? + 1,
+        None => 1,
+    };
+    let (prefix, id) = key_args(key);
+    conn.prepare_cached(
+        "INSERT INTO versions (seq, prefix, id, version, previous, hash, size, title, is_text)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+    )?
+    .execute(params![
+        seq,
+        prefix,
+        id,
+        number,
+        previous,
+        hash,
+        size as i64,
+        title,
+        is_text
+    ])?;
+    Ok(())
 }
 
 /// Keeps the bytes of `old`, a stored document about to be overwritten or
@@ -119,31 +174,26 @@ pub(super) fn record_put(
     seq: i64,
 ) -> Result<()> {
     let (key, hash) = (&doc.key, &doc.stat.hash);
-    if let Some(old) = old {
-        if old.hash == hash {
-            // The same bytes again (metadata only): not a new version.
-            return Ok(());
+    let previous = match old {
+        // The same bytes again (metadata only): not a new version.
+        Some(old) if old.hash == hash => return Ok(()),
+        Some(old) => {
+            archive(conn, old)?;
+            Some(old.seq)
         }
-        archive(conn, old)?;
-    }
-    // A document that has no row may have versions: it was removed before.
-    let number = next_version(conn, key)?;
-    let (prefix, id) = key_args(key);
-    conn.prepare_cached(
-        "INSERT INTO versions (prefix, id, version, hash, size, title, is_text, seq)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-    )?
-    .execute(params![
-        prefix,
-        id,
-        number,
-        &hash[..],
-        doc.stat.size as i64,
-        doc.title,
+        // A document that has no row may have versions: it was removed before.
+        None => take_removal(conn, key)?,
+    };
+    append(
+        conn,
+        key,
+        seq,
+        previous,
+        Some(&hash[..]),
+        doc.stat.size,
+        &doc.title,
         doc.is_text,
-        seq
-    ])?;
-    Ok(())
+    )
 }
 
 /// Records the removal of `key`, whose stored document is `old`, before its
@@ -156,20 +206,35 @@ pub(super) fn record_remove(
     seq: i64,
 ) -> Result<()> {
     archive(conn, old)?;
-    let number = next_version(conn, key)?;
+    append(conn, key, seq, Some(old.seq), None, 0, &old.title, false)?;
     let (prefix, id) = key_args(key);
-    conn.prepare_cached(
-        "INSERT INTO versions (prefix, id, version, hash, size, title, is_text, seq)
-         VALUES (?1, ?2, ?3, NULL, 0, ?4, 0, ?5)",
-    )?
-    .execute(params![prefix, id, number, old.title, seq])?;
+    conn.prepare_cached("INSERT INTO removed (prefix, id, seq) VALUES (?1, ?2, ?3)")?
+        .execute(params![prefix, id, seq])?;
     Ok(())
 }
 
-const VERSION_COLUMNS: &str =
-    "v.version, v.hash, v.size, v.title, v.is_text, v.seq, i.committed_ms,
-     v.version = (SELECT max(version) FROM versions m WHERE m.prefix = v.prefix AND m.id = v.id)
-     AND EXISTS (SELECT 1 FROM documents d WHERE d.prefix = v.prefix AND d.id = v.id)";
+/// The versions of the document `?1`/`?2`, newest first, down to version
+/// `?3` (0: all of them), as the table `chain`: from the newest (under
+/// `documents.seq`, or the removal in `removed`), each row names the
+/// sequence of the one before it.
+const CHAIN: &str = "WITH RECURSIVE
+    head(seq, live) AS (
+        SELECT seq, 1 FROM documents WHERE prefix = ?1 AND id = ?2
+        UNION ALL
+        SELECT seq, 0 FROM removed WHERE prefix = ?1 AND id = ?2
+    ),
+    chain(seq, version, previous, hash, size, title, is_text, current) AS (
+        SELECT v.seq, v.version, v.previous, v.hash, v.size, v.title, v.is_text, h.live
+        FROM head h JOIN versions v ON v.seq = h.seq AND v.prefix = ?1 AND v.id = ?2
+        UNION ALL
+        SELECT v.seq, v.version, v.previous, v.hash, v.size, v.title, v.is_text, 0
+        FROM chain c JOIN versions v ON v.seq = c.previous AND v.prefix = ?1 AND v.id = ?2
+        WHERE c.version > ?3
+    )";
+
+/// The columns [`version_from_row`] reads, from `chain c`.
+const VERSION_COLUMNS: &str = "c.version, c.hash, c.size, c.title, c.is_text, c.seq,
+    (SELECT committed_ms FROM imports i WHERE i.seq = c.seq), c.current";
 
 fn version_from_row(key: &DocKey, r: &rusqlite::Row) -> rusqlite::Result<Version> {
     let hash: Option<Vec<u8>> = r.get(1)?;
@@ -192,14 +257,13 @@ impl Reader {
     pub fn history(&self, key: &DocKey, before: Option<u32>, limit: usize) -> Result<Vec<Version>> {
         let (prefix, id) = key_args(key);
         let sql = format!(
-            "SELECT {VERSION_COLUMNS} FROM versions v LEFT JOIN imports i ON i.seq = v.seq
-             WHERE v.prefix = ?1 AND v.id = ?2 AND v.version < ?3
-             ORDER BY v.version DESC LIMIT ?4"
+            "{CHAIN} SELECT {VERSION_COLUMNS} FROM chain c WHERE c.version < ?4
+             ORDER BY c.version DESC LIMIT ?5"
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let before = before.map_or(i64::MAX, i64::from);
         let versions = stmt
-            .query_map(params![prefix, id, before, limit as i64], |r| {
+            .query_map(params![prefix, id, 0, before, limit as i64], |r| {
                 version_from_row(key, r)
             })?
             .collect::<rusqlite::Result<_>>()?;
@@ -211,10 +275,7 @@ impl Reader {
     pub fn version(&self, key: &DocKey, number: u32) -> Result<Option<VersionBody>> {
         self.in_transaction(|| {
             let (prefix, id) = key_args(key);
-            let sql = format!(
-                "SELECT {VERSION_COLUMNS} FROM versions v LEFT JOIN imports i ON i.seq = v.seq
-                 WHERE v.prefix = ?1 AND v.id = ?2 AND v.version = ?3"
-            );
+            let sql = format!("{CHAIN} SELECT {VERSION_COLUMNS} FROM chain c WHERE c.version = ?3");
             let version = self
                 .conn
                 .prepare_cached(&sql)?
@@ -261,17 +322,17 @@ impl Reader {
         limit: usize,
     ) -> Result<(Vec<u32>, u64)> {
         let (prefix, id) = key_args(key);
-        let mut stmt = self.conn.prepare_cached(
-            "SELECT version FROM versions WHERE prefix = ?1 AND id = ?2 AND hash IS NOT NULL
-             AND CAST(version AS TEXT) LIKE ?3 || '%' ESCAPE '\\'
-             ORDER BY version DESC",
-        )?;
+        let mut stmt = self.conn.prepare_cached(&format!(
+            "{CHAIN} SELECT version FROM chain WHERE hash IS NOT NULL
+             AND CAST(version AS TEXT) LIKE ?4 || '%' ESCAPE '\\'
+             ORDER BY version DESC"
+        ))?;
         // Only digits can begin a version number.
         if !typed.bytes().all(|b| b.is_ascii_digit()) {
             return Ok((Vec::new(), 0));
         }
         let all: Vec<u32> = stmt
-            .query_map(params![prefix, id, typed], |r| r.get(0))?
+            .query_map(params![prefix, id, 0, typed], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         let total = all.len() as u64;
         Ok((all.into_iter().take(limit).collect(), total))
@@ -283,8 +344,8 @@ impl Reader {
         let (prefix, id) = key_args(key);
         let n: i64 = self
             .conn
-            .prepare_cached("SELECT count(*) FROM versions WHERE prefix = ?1 AND id = ?2")?
-            .query_row(params![prefix, id], |r| r.get(0))?;
+            .prepare_cached(&format!("{CHAIN} SELECT count(*) FROM chain"))?
+            .query_row(params![prefix, id, 0], |r| r.get(0))?;
         Ok(n as u64)
     }
 
@@ -336,30 +397,28 @@ impl Store {
 fn prune_in_transaction(conn: &Connection, rules: &PruneRules) -> Result<PruneReport> {
     // A version goes when every rule lets it go, and never the newest of a
     // key: the current version, or a removed document's removal, which
-    // keeps its numbers from being given again if it comes back.
-    let mut conditions = vec![
-        "v.version < (SELECT max(version) FROM versions m WHERE m.prefix = v.prefix AND m.id = v.id)"
-            .to_string(),
-    ];
+    // keeps its numbers from being given again if it comes back. `newer`
+    // counts a version's newer versions.
+    let mut conditions = vec!["newer > 0".to_string()];
     if rules.keep.is_some() {
-        conditions.push(
-            "(SELECT count(*) FROM versions n WHERE n.prefix = v.prefix AND n.id = v.id
-              AND n.version > v.version) >= :keep"
-                .to_string(),
-        );
+        conditions.push("newer >= :keep".to_string());
     }
     if rules.keep_since_ms.is_some() {
         conditions.push(
-            "coalesce((SELECT committed_ms FROM imports i WHERE i.seq = v.seq), 0) < :since"
+            "coalesce((SELECT committed_ms FROM imports i WHERE i.seq = r.seq), 0) < :since"
                 .to_string(),
         );
     }
     let doomed = format!(
-        "SELECT prefix, id, version FROM versions v WHERE {}",
+        "SELECT seq, prefix, id FROM (
+             SELECT seq, prefix, id,
+                    row_number() OVER (PARTITION BY prefix, id ORDER BY version DESC) - 1 AS newer
+             FROM versions) AS r
+         WHERE {}",
         conditions.join(" AND ")
     );
     conn.execute_batch(
-        "CREATE TEMP TABLE IF NOT EXISTS prune_doomed (prefix TEXT, id TEXT, version INTEGER);
+        "CREATE TEMP TABLE IF NOT EXISTS prune_doomed (seq INTEGER, prefix TEXT, id TEXT);
          DELETE FROM temp.prune_doomed;",
     )?;
     let mut args: Vec<(&str, &dyn rusqlite::ToSql)> = Vec::new();
@@ -375,9 +434,18 @@ fn prune_in_transaction(conn: &Connection, rules: &PruneRules) -> Result<PruneRe
     )?;
     let versions: i64 =
         conn.query_row("SELECT count(*) FROM temp.prune_doomed", [], |r| r.get(0))?;
+    // The chains of the documents that lost versions are linked again over
+    // those left (the rules take the oldest, so this mostly ends a chain).
     conn.execute_batch(
-        "DELETE FROM versions WHERE (prefix, id, version) IN
-             (SELECT prefix, id, version FROM temp.prune_doomed);
+        "DELETE FROM versions WHERE (seq, prefix, id) IN
+             (SELECT seq, prefix, id FROM temp.prune_doomed);
+         UPDATE versions SET previous = relinked.previous
+         FROM (SELECT seq, prefix, id,
+                      lag(seq) OVER (PARTITION BY prefix, id ORDER BY version) AS previous
+               FROM versions
+               WHERE (prefix, id) IN (SELECT prefix, id FROM temp.prune_doomed)) AS relinked
+         WHERE versions.seq = relinked.seq AND versions.prefix = relinked.prefix
+           AND versions.id = relinked.id AND versions.previous IS NOT relinked.previous;
          DELETE FROM temp.prune_doomed;",
     )?;
     // Bodies that no remaining version needs: needed are the hashes of

@@ -28,6 +28,8 @@ pub struct ImportTx {
 /// index entries were made of.
 pub(super) struct StoredDoc {
     pub(super) rowid: i64,
+    /// The import that last changed it: where its newest version is.
+    pub(super) seq: i64,
     pub(super) hash: Vec<u8>,
     pub(super) title: String,
     pub(super) description: Option<String>,
@@ -84,7 +86,14 @@ impl ImportTx {
                         description = ?8, frontmatter = ?9, seq = ?10, body = ?11, body_start = ?12
                      WHERE rowid = ?13 AND prefix = ?1 AND id = ?2",
                 )?;
-                bind_document(&mut stmt, doc, self.seq)?;
+                // The same bytes again make no version: the document keeps
+                // the sequence its newest version is under.
+                let seq = if old.hash == doc.stat.hash {
+                    old.seq
+                } else {
+                    self.seq
+                };
+                bind_document(&mut stmt, doc, seq)?;
                 stmt.raw_bind_parameter(13, old.rowid)?;
                 if stmt.raw_execute()? != 1 {
                     anyhow::bail!("{}: the stored row changed under the import", doc.key);
@@ -102,19 +111,20 @@ impl ImportTx {
         Ok(self
             .conn
             .prepare_cached(
-                "SELECT rowid, hash, title, description, is_text, body_start, frontmatter, body
+                "SELECT rowid, seq, hash, title, description, is_text, body_start, frontmatter, body
                  FROM documents WHERE prefix = ?1 AND id = ?2",
             )?
             .query_row(params![key.prefix.as_str(), key.id], |r| {
                 Ok(StoredDoc {
                     rowid: r.get(0)?,
-                    hash: r.get(1)?,
-                    title: r.get(2)?,
-                    description: r.get(3)?,
-                    is_text: r.get(4)?,
-                    body_start: r.get::<_, i64>(5)? as usize,
-                    frontmatter: r.get(6)?,
-                    body: r.get(7)?,
+                    seq: r.get(1)?,
+                    hash: r.get(2)?,
+                    title: r.get(3)?,
+                    description: r.get(4)?,
+                    is_text: r.get(5)?,
+                    body_start: r.get::<_, i64>(6)? as usize,
+                    frontmatter: r.get(7)?,
+                    body: r.get(8)?,
                 })
             })
             .optional()?)

@@ -95,6 +95,10 @@ pub(in crate::store) const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/sqlite/0010_small_values_inline.sql"),
         then: None,
     },
+    Migration {
+        sql: include_str!("../../../migrations/sqlite/0011_versions_in_import_order.sql"),
+        then: None,
+    },
 ];
 
 const PAGE_SIZE: u32 = 16 * 1024;

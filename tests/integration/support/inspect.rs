@@ -325,9 +325,13 @@ pub fn history_check(db: &Path) -> String {
     let checks = [
         (
             "documents whose newest version is not their bytes",
-            "SELECT count(*) FROM documents d WHERE d.hash IS DISTINCT FROM (
-                 SELECT hash FROM versions v WHERE v.prefix = d.prefix AND v.id = d.id
-                 ORDER BY version DESC LIMIT 1)",
+            // Windowed, not correlated: SQLite's `versions` has no index
+            // by key (migration 0011).
+            "SELECT count(*) FROM documents d LEFT JOIN (
+                 SELECT prefix, id, hash,
+                        row_number() OVER (PARTITION BY prefix, id ORDER BY version DESC) AS n
+                 FROM versions) v ON v.prefix = d.prefix AND v.id = d.id AND v.n = 1
+             WHERE v.hash IS DISTINCT FROM d.hash",
         ),
         (
             "documents whose version numbers are not 1..n",
@@ -342,7 +346,41 @@ pub fn history_check(db: &Path) -> String {
                                  AND d.id = v.id AND d.hash = v.hash)",
         ),
     ];
-    for (what, sql) in checks {
+    // SQLite keeps each document's versions as a chain from its newest
+    // (migration 0011): under `documents.seq`, or a removal in `removed`.
+    let chains: &[(&str, &str)] = match conn {
+        Db::Sqlite(_) => &[
+            (
+                "documents whose sequence names no version of theirs",
+                "SELECT count(*) FROM documents d WHERE NOT EXISTS (
+                     SELECT 1 FROM versions v WHERE v.seq = d.seq AND v.prefix = d.prefix
+                     AND v.id = d.id)",
+            ),
+            (
+                "removed keys that are documents, or whose removal is not a version",
+                "SELECT count(*) FROM removed r WHERE EXISTS (
+                     SELECT 1 FROM documents d WHERE d.prefix = r.prefix AND d.id = r.id)
+                     OR NOT EXISTS (SELECT 1 FROM versions v WHERE v.seq = r.seq
+                                    AND v.prefix = r.prefix AND v.id = r.id AND v.hash IS NULL)",
+            ),
+            (
+                "keys with versions but neither a document nor a removal",
+                "SELECT count(*) FROM (SELECT DISTINCT prefix, id FROM versions) k
+                 WHERE NOT EXISTS (SELECT 1 FROM documents d WHERE d.prefix = k.prefix AND d.id = k.id)
+                   AND NOT EXISTS (SELECT 1 FROM removed r WHERE r.prefix = k.prefix AND r.id = k.id)",
+            ),
+            (
+                "versions whose previous is not the version before them",
+                "SELECT count(*) FROM versions v
+                 WHERE (v.previous IS NULL) <> (v.version = 1)
+                    OR (v.previous IS NOT NULL AND NOT EXISTS (
+                            SELECT 1 FROM versions p WHERE p.seq = v.previous
+                            AND p.prefix = v.prefix AND p.id = v.id AND p.version = v.version - 1))",
+            ),
+        ],
+        Db::Postgres(_) => &[],
+    };
+    for (what, sql) in checks.iter().chain(chains) {
         let n = conn.int(sql, &[]);
         if n != 0 {
             return format!("{n} {what}");

@@ -1,0 +1,5 @@
+-- SQLite's 0011 keys versions by the import that made them, so that an
+-- import appends its versions together instead of writing a leaf of the
+-- table per changed document. PostgreSQL's `versions` is a heap, whose new
+-- rows are appended already; nothing changes here. (The numbers and names
+-- of the migrations are the same on both backends.)
