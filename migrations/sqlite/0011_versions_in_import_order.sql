@@ -7,9 +7,10 @@
 -- are appended together, a few pages in all.
 --
 -- A document's versions are a chain from its newest, each naming the
--- sequence of the one before it (`previous`). The newest is the one under
--- `documents.seq` (the import that last changed the document), or, for a
--- removed document, its removal, kept in `removed`.
+-- sequence of the one before it (`previous`), and of the 16 before it
+-- (`earlier`), so that reading one of those is two key seeks. The newest is
+-- the one under `documents.seq` (the import that last changed the
+-- document), or, for a removed document, its removal, kept in `removed`.
 CREATE TABLE version_chain (
     -- The import that made this version (imports.seq: when it committed).
     seq INTEGER NOT NULL,
@@ -18,6 +19,9 @@ CREATE TABLE version_chain (
     version INTEGER NOT NULL,
     -- The seq of the version before it; NULL for the oldest one kept.
     previous INTEGER,
+    -- The seqs of up to 16 versions before it, newest first: a JSON array
+    -- (`[]` for the first version).
+    earlier TEXT NOT NULL,
     -- NULL for a removal.
     hash BLOB,
     size INTEGER NOT NULL,
@@ -26,11 +30,16 @@ CREATE TABLE version_chain (
     PRIMARY KEY (seq, prefix, id)
 ) WITHOUT ROWID;
 
-INSERT INTO version_chain (seq, prefix, id, version, previous, hash, size, title, is_text)
+INSERT INTO version_chain
+        (seq, prefix, id, version, previous, earlier, hash, size, title, is_text)
     SELECT seq, prefix, id, version,
            lag(seq) OVER (PARTITION BY prefix, id ORDER BY version),
+           (SELECT json_group_array(e.seq ORDER BY e.version DESC) FROM (
+                SELECT p.seq, p.version FROM versions p
+                WHERE p.prefix = v.prefix AND p.id = v.id AND p.version < v.version
+                ORDER BY p.version DESC LIMIT 16) AS e),
            hash, size, title, is_text
-    FROM versions
+    FROM versions v
     ORDER BY seq, prefix, id;
 
 -- The newest version of each removed document: its removal.

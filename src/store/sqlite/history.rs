@@ -5,7 +5,8 @@
 //! are keyed by the import that wrote them (migration 0011), so an import
 //! appends its versions together; a document's versions are a chain from
 //! its newest, which is under `documents.seq` (a removed document's, in
-//! `removed`), each naming the sequence of the one before it. The
+//! `removed`), each naming the sequence of the one before it (listings walk
+//! those) and of up to 16 before it (a version read jumps: two seeks). The
 //! current version's bytes live in `documents.body` as always, so reads of
 //! the current document cost what they cost without history; when an import
 //! replaces or removes a document, its old bytes move to `bodies`, keyed by
@@ -88,13 +89,25 @@ fn key_args(key: &DocKey) -> (&'static str, &str) {
     (key.prefix.as_str(), key.id.as_str())
 }
 
-/// The number of the version of `key` made by import `seq`.
-fn number_at(conn: &Connection, key: &DocKey, seq: i64) -> Result<i64> {
+/// How many earlier versions a version row names (`versions.earlier`,
+/// newest first): a read of one of those is two key seeks, and one further
+/// back takes a seek per this many versions.
+const EARLIER: usize = 16;
+
+/// The number of the version of `key` made by import `seq`, and the
+/// sequences of the versions before it that its row names.
+fn version_at(conn: &Connection, key: &DocKey, seq: i64) -> Result<(i64, Vec<i64>)> {
     let (prefix, id) = key_args(key);
-    conn.prepare_cached("SELECT version FROM versions WHERE seq = ?1 AND prefix = ?2 AND id = ?3")?
-        .query_row(params![seq, prefix, id], |r| r.get(0))
+    let (number, earlier): (i64, String) = conn
+        .prepare_cached(
+            "SELECT version, earlier FROM versions WHERE seq = ?1 AND prefix = ?2 AND id = ?3",
+        )?
+        .query_row(params![seq, prefix, id], |r| Ok((r.get(0)?, r.get(1)?)))
         .optional()?
-        .with_context(|| format!("the history of {key} lacks its newest version (import {seq})"))
+        .with_context(|| format!("the history of {key} lacks its newest version (import {seq})"))?;
+    let earlier = serde_json::from_str(&earlier)
+        .with_context(|| format!("the history of {key}: version {number} names {earlier:?}"))?;
+    Ok((number, earlier))
 }
 
 /// The removal that ends the history of `key`, a document coming back, if
@@ -126,14 +139,22 @@ fn append(
     title: &str,
     is_text: bool,
 ) -> Result<()> {
-    let number = match previous {
-        Some(previous) => number_at(conn, key, previous)? + 1,
-        None => 1,
+    let (number, earlier) = match previous {
+        Some(previous) => {
+            let (number, before) = version_at(conn, key, previous)?;
+            let earlier: Vec<i64> = std::iter::once(previous)
+                .chain(before)
+                .take(EARLIER)
+                .collect();
+            (number + 1, earlier)
+        }
+        None => (1, Vec::new()),
     };
     let (prefix, id) = key_args(key);
     conn.prepare_cached(
-        "INSERT INTO versions (seq, prefix, id, version, previous, hash, size, title, is_text)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        "INSERT INTO versions
+            (seq, prefix, id, version, previous, earlier, hash, size, title, is_text)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
     )?
     .execute(params![
         seq,
@@ -141,6 +162,7 @@ fn append(
         id,
         number,
         previous,
+        serde_json::to_string(&earlier)?,
         hash,
         size as i64,
         title,
@@ -232,6 +254,26 @@ const CHAIN: &str = "WITH RECURSIVE
         WHERE c.version > ?3
     )";
 
+/// Version `?3` of the document `?1`/`?2`, as the table `chain`: from the
+/// newest, a jump to the row `earlier` names for it, or, when it is
+/// further back than that, to the oldest `earlier` names, and so on.
+const JUMP: &str = "WITH RECURSIVE
+    head(seq, live) AS (
+        SELECT seq, 1 FROM documents WHERE prefix = ?1 AND id = ?2
+        UNION ALL
+        SELECT seq, 0 FROM removed WHERE prefix = ?1 AND id = ?2
+    ),
+    chain(seq, version, earlier, hash, size, title, is_text, current) AS (
+        SELECT v.seq, v.version, v.earlier, v.hash, v.size, v.title, v.is_text, h.live
+        FROM head h JOIN versions v ON v.seq = h.seq AND v.prefix = ?1 AND v.id = ?2
+        UNION ALL
+        SELECT v.seq, v.version, v.earlier, v.hash, v.size, v.title, v.is_text, 0
+        FROM chain c JOIN versions v
+            ON v.seq = c.earlier ->> ('$[' || (min(c.version - ?3, json_array_length(c.earlier)) - 1) || ']')
+            AND v.prefix = ?1 AND v.id = ?2
+        WHERE c.version > ?3 AND json_array_length(c.earlier) > 0
+    )";
+
 /// The columns [`version_from_row`] reads, from `chain c`.
 const VERSION_COLUMNS: &str = "c.version, c.hash, c.size, c.title, c.is_text, c.seq,
     (SELECT committed_ms FROM imports i WHERE i.seq = c.seq), c.current";
@@ -275,7 +317,7 @@ impl Reader {
     pub fn version(&self, key: &DocKey, number: u32) -> Result<Option<VersionBody>> {
         self.in_transaction(|| {
             let (prefix, id) = key_args(key);
-            let sql = format!("{CHAIN} SELECT {VERSION_COLUMNS} FROM chain c WHERE c.version = ?3");
+            let sql = format!("{JUMP} SELECT {VERSION_COLUMNS} FROM chain c WHERE c.version = ?3");
             let version = self
                 .conn
                 .prepare_cached(&sql)?
@@ -435,17 +477,23 @@ fn prune_in_transaction(conn: &Connection, rules: &PruneRules) -> Result<PruneRe
     let versions: i64 =
         conn.query_row("SELECT count(*) FROM temp.prune_doomed", [], |r| r.get(0))?;
     // The chains of the documents that lost versions are linked again over
-    // those left (the rules take the oldest, so this mostly ends a chain).
+    // those left (the rules take the oldest, so this mostly ends a chain);
+    // 16 is `EARLIER`.
     conn.execute_batch(
         "DELETE FROM versions WHERE (seq, prefix, id) IN
              (SELECT seq, prefix, id FROM temp.prune_doomed);
-         UPDATE versions SET previous = relinked.previous
+         UPDATE versions SET previous = relinked.previous, earlier = relinked.earlier
          FROM (SELECT seq, prefix, id,
-                      lag(seq) OVER (PARTITION BY prefix, id ORDER BY version) AS previous
+                      lead(seq) OVER newest_first AS previous,
+                      coalesce(json_group_array(seq) OVER (newest_first ROWS BETWEEN 1 FOLLOWING
+                                                           AND 16 FOLLOWING), '[]') AS earlier
                FROM versions
-               WHERE (prefix, id) IN (SELECT prefix, id FROM temp.prune_doomed)) AS relinked
+               WHERE (prefix, id) IN (SELECT prefix, id FROM temp.prune_doomed)
+               WINDOW newest_first AS (PARTITION BY prefix, id ORDER BY version DESC)) AS relinked
          WHERE versions.seq = relinked.seq AND versions.prefix = relinked.prefix
-           AND versions.id = relinked.id AND versions.previous IS NOT relinked.previous;
+           AND versions.id = relinked.id
+           AND (versions.previous IS NOT relinked.previous
+                OR versions.earlier IS NOT relinked.earlier);
          DELETE FROM temp.prune_doomed;",
     )?;
     // Bodies that no remaining version needs: needed are the hashes of
@@ -568,6 +616,28 @@ mod tests {
     }
 
     #[test]
+    fn versions_further_back_than_a_row_names_read_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(&dir.path().join("o.db")).unwrap();
+        let key = DocKey::new(Prefix::Notes, "a");
+        let body = |i: usize| format!("# V{i}\nbody {i}");
+        let count = 3 * EARLIER + 5;
+        for i in 1..=count {
+            import(&store, &[("a", Some(&body(i)))]);
+        }
+        let r = store.reader().unwrap();
+        for number in 1..=count {
+            let read = r.version(&key, number as u32).unwrap().unwrap();
+            assert_eq!(read.body, body(number).as_bytes(), "version {number}");
+            assert_eq!(read.version.number, number as u32);
+            assert_eq!(read.version.current, number == count);
+        }
+        assert!(r.version(&key, 0).unwrap().is_none());
+        assert!(r.version(&key, count as u32 + 1).unwrap().is_none());
+        assert_eq!(r.count_versions(&key).unwrap(), count as u64);
+    }
+
+    #[test]
     fn reads_with_a_transaction_of_their_own_join_an_open_one() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(&dir.path().join("o.db")).unwrap();
@@ -646,6 +716,19 @@ mod tests {
         assert_eq!(r.version(&key, 5).unwrap().unwrap().body, b"# V5\nbody 5");
         assert_eq!(r.history_stats().unwrap().bodies, 0);
         assert!(store.prune(&PruneRules::default(), true).is_err());
+        // No version names one that is gone.
+        let dangling: i64 = r
+            .conn
+            .query_row(
+                "SELECT count(*) FROM versions v, json_each(v.earlier) e
+                 WHERE NOT EXISTS (SELECT 1 FROM versions p WHERE p.seq = e.value
+                                   AND p.prefix = v.prefix AND p.id = v.id)
+                    OR v.earlier ->> 0 IS NOT v.previous",
+                [],
+                |row| row.get(0),
+            )
+            .unwrap();
+        assert_eq!(dangling, 0);
         // A removed document keeps its removal: when it comes back, its
         // numbers go on instead of naming other bytes again.
         import(&store, &[("a", None)]);

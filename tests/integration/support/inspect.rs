@@ -370,6 +370,14 @@ pub fn history_check(db: &Path) -> String {
                    AND NOT EXISTS (SELECT 1 FROM removed r WHERE r.prefix = k.prefix AND r.id = k.id)",
             ),
             (
+                // `->> 0`, not a path: `Db` turns `$` into `?`.
+                "versions whose earlier do not begin with their previous, or name more than 16",
+                "SELECT count(*) FROM versions v
+                 WHERE v.earlier ->> 0 IS NOT v.previous
+                    OR json_array_length(v.earlier) > 16
+                    OR json_array_length(v.earlier) < min(v.version - 1, 16)",
+            ),
+            (
                 "versions whose previous is not the version before them",
                 "SELECT count(*) FROM versions v
                  WHERE (v.previous IS NULL) <> (v.version = 1)
