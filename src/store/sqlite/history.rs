@@ -258,16 +258,18 @@ const CHAIN: &str = "WITH RECURSIVE
 /// newest, a jump to the row `earlier` names for it, or, when it is
 /// further back than that, to the oldest `earlier` names, and so on.
 const JUMP: &str = "WITH RECURSIVE
-    head(seq, live) AS (
-        SELECT seq, 1 FROM documents WHERE prefix = ?1 AND id = ?2
+    head(seq, live, doc, doc_hash) AS (
+        SELECT seq, 1, rowid, hash FROM documents WHERE prefix = ?1 AND id = ?2
         UNION ALL
-        SELECT seq, 0 FROM removed WHERE prefix = ?1 AND id = ?2
+        SELECT seq, 0, NULL, NULL FROM removed WHERE prefix = ?1 AND id = ?2
     ),
-    chain(seq, version, earlier, hash, size, title, is_text, current) AS (
-        SELECT v.seq, v.version, v.earlier, v.hash, v.size, v.title, v.is_text, h.live
+    chain(seq, version, earlier, hash, size, title, is_text, current, doc, doc_hash) AS (
+        SELECT v.seq, v.version, v.earlier, v.hash, v.size, v.title, v.is_text, h.live,
+               h.doc, h.doc_hash
         FROM head h JOIN versions v ON v.seq = h.seq AND v.prefix = ?1 AND v.id = ?2
         UNION ALL
-        SELECT v.seq, v.version, v.earlier, v.hash, v.size, v.title, v.is_text, 0
+        SELECT v.seq, v.version, v.earlier, v.hash, v.size, v.title, v.is_text, 0, c.doc,
+               c.doc_hash
         FROM chain c JOIN versions v
             ON v.seq = c.earlier ->> ('$[' || (min(c.version - ?3, json_array_length(c.earlier)) - 1) || ']')
             AND v.prefix = ?1 AND v.id = ?2
@@ -317,27 +319,32 @@ impl Reader {
     pub fn version(&self, key: &DocKey, number: u32) -> Result<Option<VersionBody>> {
         self.in_transaction(|| {
             let (prefix, id) = key_args(key);
-            let sql = format!("{JUMP} SELECT {VERSION_COLUMNS} FROM chain c WHERE c.version = ?3");
-            let version = self
+            let sql = format!(
+                "{JUMP} SELECT {VERSION_COLUMNS}, c.doc, c.doc_hash FROM chain c WHERE c.version = ?3"
+            );
+            let found = self
                 .conn
                 .prepare_cached(&sql)?
-                .query_row(params![prefix, id, number], |r| version_from_row(key, r))
+                .query_row(params![prefix, id, number], |r| {
+                    let doc: Option<i64> = r.get(8)?;
+                    let doc_hash: Option<Vec<u8>> = r.get(9)?;
+                    Ok((version_from_row(key, r)?, doc, doc_hash))
+                })
                 .optional()?;
-            let Some(version) = version else {
+            let Some((version, doc, doc_hash)) = found else {
                 return Ok(None);
             };
             let Some(hash) = version.hash else {
                 return Ok(None);
             };
-            let current: Option<Vec<u8>> = self
-                .conn
-                .prepare_cached(
-                    "SELECT body FROM documents WHERE prefix = ?1 AND id = ?2 AND hash = ?3",
-                )?
-                .query_row(params![prefix, id, &hash[..]], |r| r.get(0))
-                .optional()?;
-            let body = match current {
-                Some(body) => body,
+            // The current bytes are the document's (a past version with
+            // them may have none in `bodies`: prune keeps only what the
+            // documents lack); others are in `bodies`.
+            let body = match doc.filter(|_| doc_hash.as_deref() == Some(&hash[..])) {
+                Some(rowid) => self
+                    .conn
+                    .prepare_cached("SELECT body FROM documents WHERE rowid = ?1")?
+                    .query_row([rowid], |r| r.get(0))?,
                 None => {
                     let stored: Option<(i64, Vec<u8>)> = self
                         .conn
@@ -635,6 +642,30 @@ mod tests {
         assert!(r.version(&key, 0).unwrap().is_none());
         assert!(r.version(&key, count as u32 + 1).unwrap().is_none());
         assert_eq!(r.count_versions(&key).unwrap(), count as u64);
+    }
+
+    #[test]
+    fn a_past_version_with_the_current_bytes_reads_them_from_the_document() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(&dir.path().join("o.db")).unwrap();
+        let key = DocKey::new(Prefix::Notes, "a");
+        let (one, two) = ("# One\nfirst", "# Two\nsecond");
+        for body in [one, two, one] {
+            import(&store, &[("a", Some(body))]);
+        }
+        // Nothing to let go but the bytes of `one`, which the document has.
+        let keep_all = PruneRules {
+            keep: Some(10),
+            keep_since_ms: None,
+        };
+        let pruned = store.prune(&keep_all, false).unwrap();
+        assert_eq!((pruned.versions, pruned.bodies), (0, 1));
+        let r = store.reader().unwrap();
+        assert_eq!(r.history_stats().unwrap().bodies, 1, "only `two`");
+        for (number, expected) in [(1, one), (2, two), (3, one)] {
+            let read = r.version(&key, number).unwrap().unwrap();
+            assert_eq!(read.body, expected.as_bytes(), "version {number}");
+        }
     }
 
     #[test]
