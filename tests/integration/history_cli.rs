@@ -940,30 +940,27 @@ fn off_a_terminal_history_commands_are_plain() {
 }
 
 /// Turns the history of `p`'s database back into what orchestra wrote
-/// before migration 0011: `versions` keyed by document, as migration 0006
-/// made it, no `removed`, schema version 10.
+/// before migration 0011: `versions` keyed by document, made by migration
+/// 0006's own statement, no `removed`, schema version 10.
 fn as_before_0011(p: &Project) {
-    let conn = rusqlite::Connection::open(p.db()).unwrap();
-    conn.execute_batch(
-        "BEGIN;
-         CREATE TABLE keyed (
-             prefix TEXT NOT NULL,
-             id TEXT NOT NULL,
-             version INTEGER NOT NULL,
-             hash BLOB,
-             size INTEGER NOT NULL,
-             title TEXT NOT NULL,
-             is_text INTEGER NOT NULL,
-             seq INTEGER NOT NULL,
-             PRIMARY KEY (prefix, id, version)
-         ) WITHOUT ROWID;
-         INSERT INTO keyed SELECT prefix, id, version, hash, size, title, is_text, seq FROM versions;
-         DROP TABLE versions;
-         DROP TABLE removed;
-         ALTER TABLE keyed RENAME TO versions;
-         PRAGMA user_version = 10;
-         COMMIT;",
+    let migration = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/sqlite/0006_history.sql"),
     )
+    .unwrap();
+    let from = migration.find("CREATE TABLE versions").unwrap();
+    let create = &migration[from..from + migration[from..].find(';').unwrap()];
+    let conn = rusqlite::Connection::open(p.db()).unwrap();
+    conn.execute_batch(&format!(
+        "BEGIN;
+         ALTER TABLE versions RENAME TO chained;
+         {create};
+         INSERT INTO versions (prefix, id, version, hash, size, title, is_text, seq)
+             SELECT prefix, id, version, hash, size, title, is_text, seq FROM chained;
+         DROP TABLE chained;
+         DROP TABLE removed;
+         PRAGMA user_version = 10;
+         COMMIT;"
+    ))
     .unwrap();
 }
 
