@@ -235,10 +235,9 @@ pub(super) fn record_remove(
     Ok(())
 }
 
-/// The versions of the document `?1`/`?2`, newest first, down to version
-/// `?3` (0: all of them), as the table `chain`: from the newest (under
-/// `documents.seq`, or the removal in `removed`), each row names the
-/// sequence of the one before it.
+/// The versions of the document `?1`/`?2`, newest first, as the table
+/// `chain`: from the newest (under `documents.seq`, or the removal in
+/// `removed`), each row names the sequence of the one before it.
 const CHAIN: &str = "WITH RECURSIVE
     head(seq, live) AS (
         SELECT seq, 1 FROM documents WHERE prefix = ?1 AND id = ?2
@@ -251,7 +250,6 @@ const CHAIN: &str = "WITH RECURSIVE
         UNION ALL
         SELECT v.seq, v.version, v.previous, v.hash, v.size, v.title, v.is_text, 0
         FROM chain c JOIN versions v ON v.seq = c.previous AND v.prefix = ?1 AND v.id = ?2
-        WHERE c.version > ?3
     )";
 
 /// Version `?3` of the document `?1`/`?2`, as the table `chain`: from the
@@ -301,13 +299,13 @@ impl Reader {
     pub fn history(&self, key: &DocKey, before: Option<u32>, limit: usize) -> Result<Vec<Version>> {
         let (prefix, id) = key_args(key);
         let sql = format!(
-            "{CHAIN} SELECT {VERSION_COLUMNS} FROM chain c WHERE c.version < ?4
-             ORDER BY c.version DESC LIMIT ?5"
+            "{CHAIN} SELECT {VERSION_COLUMNS} FROM chain c WHERE c.version < ?3
+             ORDER BY c.version DESC LIMIT ?4"
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let before = before.map_or(i64::MAX, i64::from);
         let versions = stmt
-            .query_map(params![prefix, id, 0, before, limit as i64], |r| {
+            .query_map(params![prefix, id, before, limit as i64], |r| {
                 version_from_row(key, r)
             })?
             .collect::<rusqlite::Result<_>>()?;
@@ -373,7 +371,7 @@ impl Reader {
         let (prefix, id) = key_args(key);
         let mut stmt = self.conn.prepare_cached(&format!(
             "{CHAIN} SELECT version FROM chain WHERE hash IS NOT NULL
-             AND CAST(version AS TEXT) LIKE ?4 || '%' ESCAPE '\\'
+             AND CAST(version AS TEXT) LIKE ?3 || '%' ESCAPE '\\'
              ORDER BY version DESC"
         ))?;
         // Only digits can begin a version number.
@@ -381,7 +379,7 @@ impl Reader {
             return Ok((Vec::new(), 0));
         }
         let all: Vec<u32> = stmt
-            .query_map(params![prefix, id, 0, typed], |r| r.get(0))?
+            .query_map(params![prefix, id, typed], |r| r.get(0))?
             .collect::<rusqlite::Result<_>>()?;
         let total = all.len() as u64;
         Ok((all.into_iter().take(limit).collect(), total))
@@ -394,7 +392,7 @@ impl Reader {
         let n: i64 = self
             .conn
             .prepare_cached(&format!("{CHAIN} SELECT count(*) FROM chain"))?
-            .query_row(params![prefix, id, 0], |r| r.get(0))?;
+            .query_row(params![prefix, id], |r| r.get(0))?;
         Ok(n as u64)
     }
 
