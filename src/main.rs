@@ -335,7 +335,17 @@ fn run_serve(args: ServeArgs, db_given: bool) -> Result<()> {
     let config = mcp::Config {
         page_size: args.page_size as usize,
     };
-    let runtime = tokio::runtime::Builder::new_multi_thread()
+    // Over stdio, one thread runs the session: a request's steps (the line
+    // read, the task, the reply queued, the write) then hand over to no
+    // other thread but the read's own blocking one, and on these 2-core
+    // machines each handover cost tens of microseconds of a read's round
+    // trip. Reads still run on blocking threads, concurrently. HTTP serves
+    // many clients: a worker per core.
+    let mut builder = match args.http {
+        None => tokio::runtime::Builder::new_current_thread(),
+        Some(_) => tokio::runtime::Builder::new_multi_thread(),
+    };
+    let runtime = builder
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;

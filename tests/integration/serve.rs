@@ -243,6 +243,98 @@ fn an_import_and_a_server_that_exit_cleanly_leave_no_wal_or_shm_file() {
     );
 }
 
+/// How the test hands the server its stdin or stdout: a pipe (what Python
+/// and Rust clients use) or a Unix socket (Node's child processes).
+#[derive(Clone, Copy, Debug)]
+enum End {
+    Pipe,
+    Socket,
+}
+
+/// `(ours, the server's)`: the two ends of a new pipe or socket pair, with a
+/// duplicate of the server's end kept here: it shares the open file, and so
+/// its flags, with the server's stdin or stdout.
+fn channel(end: End, server_reads: bool) -> (std::os::fd::OwnedFd, std::os::fd::OwnedFd) {
+    use std::os::fd::OwnedFd;
+    match (end, server_reads) {
+        (End::Pipe, true) => {
+            let (read, write) = std::io::pipe().unwrap();
+            (OwnedFd::from(write), OwnedFd::from(read))
+        }
+        (End::Pipe, false) => {
+            let (read, write) = std::io::pipe().unwrap();
+            (OwnedFd::from(read), OwnedFd::from(write))
+        }
+        (End::Socket, _) => {
+            let (ours, theirs) = std::os::unix::net::UnixStream::pair().unwrap();
+            (OwnedFd::from(ours), OwnedFd::from(theirs))
+        }
+    }
+}
+
+fn non_blocking(fd: &std::os::fd::OwnedFd) -> bool {
+    use std::os::fd::AsRawFd;
+    // SAFETY: fcntl with F_GETFL on a descriptor this test owns.
+    let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+    assert!(flags >= 0);
+    flags & libc::O_NONBLOCK != 0
+}
+
+/// Over a pipe or a socket, the server polls stdin and stdout without a
+/// blocking thread (non-blocking while it serves), and puts them back as
+/// they were when it exits: a shell or a parent may share them.
+#[test]
+fn stdin_and_stdout_are_served_non_blocking_and_put_back_at_exit() {
+    use std::io::{BufRead, BufReader};
+    let tmp = tempfile::tempdir().unwrap();
+    let db = fixture_db(tmp.path());
+    for (stdin_end, stdout_end) in [
+        (End::Pipe, End::Pipe),
+        (End::Socket, End::Socket),
+        (End::Pipe, End::Socket),
+    ] {
+        let case = format!("stdin {stdin_end:?}, stdout {stdout_end:?}");
+        let (to_server, server_in) = channel(stdin_end, true);
+        let (from_server, server_out) = channel(stdout_end, false);
+        let mut child = Command::new(BIN)
+            .arg("serve")
+            .arg("--db")
+            .arg(&db)
+            .stdin(Stdio::from(server_in.try_clone().unwrap()))
+            .stdout(Stdio::from(server_out.try_clone().unwrap()))
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut to_server = std::fs::File::from(to_server);
+        let mut from_server = BufReader::new(std::fs::File::from(from_server));
+        assert!(
+            !non_blocking(&server_in) && !non_blocking(&server_out),
+            "{case}"
+        );
+        for id in 1..=3 {
+            writeln!(
+                to_server,
+                r#"{{"jsonrpc":"2.0","id":{id},"method":"ping"}}"#
+            )
+            .unwrap();
+            let mut line = String::new();
+            from_server.read_line(&mut line).unwrap();
+            assert_eq!(
+                line,
+                format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"result\":{{}}}}\n"),
+                "{case}"
+            );
+        }
+        assert!(non_blocking(&server_in), "{case}: stdin while serving");
+        assert!(non_blocking(&server_out), "{case}: stdout while serving");
+        drop(to_server);
+        let (_, status) = wait_exit(&mut child);
+        assert!(status.success(), "{case}: {status}");
+        assert!(!non_blocking(&server_in), "{case}: stdin after exit");
+        assert!(!non_blocking(&server_out), "{case}: stdout after exit");
+    }
+}
+
 #[test]
 fn stdout_carries_protocol_messages_only() {
     // RUST_LOG=debug makes the server log every notification: to stderr.

@@ -14,6 +14,8 @@ use super::error::RpcError;
 use super::framing::{self, Frame, MAX_LINE};
 use super::roots::Roots;
 use super::{Config, Context, StoreSlot};
+
+mod ends;
 use crate::store::{ChangeBatch, Store};
 
 /// Requests handled at once; the next line is not read until one finishes,
@@ -29,16 +31,19 @@ pub async fn serve_stdio(store: Option<Store>, config: Config) -> Result<()> {
     let roots = Roots::new(store.is_none());
     let slot = StoreSlot::new(store);
     let changes = super::watch_changes(slot.clone())?;
-    serve_slot(
+    let (input, output) = (ends::stdin(), ends::stdout());
+    let served = serve_slot(
         slot,
         roots,
         config,
-        tokio::io::stdin(),
-        tokio::io::stdout(),
+        input,
+        output,
         changes.subscribe(),
         shutdown_signal(),
     )
-    .await
+    .await;
+    ends::restore();
+    served
 }
 
 /// Registers for SIGTERM and SIGINT (Ctrl-C) now, and returns a future that
