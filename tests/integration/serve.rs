@@ -335,6 +335,42 @@ fn stdin_and_stdout_are_served_non_blocking_and_put_back_at_exit() {
     }
 }
 
+/// A file as stdin (`serve < requests`) is neither a pipe nor a socket: it
+/// is read as before, through a blocking thread, and left as it was.
+#[test]
+fn stdin_from_a_file_is_answered_and_left_blocking() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = fixture_db(tmp.path());
+    let requests = tmp.path().join("requests");
+    std::fs::write(
+        &requests,
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"ping\"}\n",
+    )
+    .unwrap();
+    let file = std::os::fd::OwnedFd::from(std::fs::File::open(&requests).unwrap());
+    let out = Command::new(BIN)
+        .arg("serve")
+        .arg("--db")
+        .arg(&db)
+        .stdin(Stdio::from(file.try_clone().unwrap()))
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", out.status);
+    // Requests run concurrently: their answers come in either order.
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let mut answers: Vec<&str> = stdout.lines().collect();
+    answers.sort();
+    assert_eq!(
+        answers,
+        [
+            r#"{"jsonrpc":"2.0","id":1,"result":{}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"result":{}}"#
+        ]
+    );
+    assert!(!non_blocking(&file));
+}
+
 #[test]
 fn stdout_carries_protocol_messages_only() {
     // RUST_LOG=debug makes the server log every notification: to stderr.

@@ -32,6 +32,9 @@ pub fn stdin() -> Input {
         Some(Polled::Socket(socket)) => return Box::pin(socket),
         None => {}
     }
+    // A blocking thread reads it: it must block again if a step above
+    // made it non-blocking before failing.
+    restore_one(std::io::stdin().as_raw_fd());
     Box::pin(tokio::io::stdin())
 }
 
@@ -44,6 +47,8 @@ pub fn stdout() -> Output {
         Some(Polled::Socket(socket)) => return Box::pin(socket),
         None => {}
     }
+    // As for stdin.
+    restore_one(std::io::stdout().as_raw_fd());
     Box::pin(tokio::io::stdout())
 }
 
@@ -52,10 +57,25 @@ pub fn stdout() -> Output {
 pub fn restore() {
     let saved = std::mem::take(&mut *SAVED.lock().unwrap_or_else(|e| e.into_inner()));
     for (fd, flags) in saved {
-        // SAFETY: fcntl on a descriptor number with plain integer
-        // arguments; a closed descriptor makes it fail, nothing else.
-        unsafe { libc::fcntl(fd, libc::F_SETFL, flags) };
+        set_flags(fd, flags);
     }
+}
+
+/// [`restore`] of descriptor `fd` alone.
+fn restore_one(fd: i32) {
+    let mut saved = SAVED.lock().unwrap_or_else(|e| e.into_inner());
+    saved.retain(|&(number, flags)| {
+        if number == fd {
+            set_flags(number, flags);
+        }
+        number != fd
+    });
+}
+
+fn set_flags(fd: i32, flags: libc::c_int) {
+    // SAFETY: fcntl on a descriptor number with plain integer arguments; a
+    // closed descriptor makes it fail, nothing else.
+    unsafe { libc::fcntl(fd, libc::F_SETFL, flags) };
 }
 
 enum Polled {
@@ -73,7 +93,7 @@ fn polled(fd: BorrowedFd<'_>) -> Option<Polled> {
     if !kind.is_fifo() && !kind.is_socket() {
         return None;
     }
-    // SAFETY: as in `restore`.
+    // SAFETY: as in `set_flags`.
     let flags = unsafe { libc::fcntl(number, libc::F_GETFL) };
     if flags < 0 {
         return None;
