@@ -14,9 +14,9 @@ use super::error::RpcError;
 use super::framing::{self, Frame, MAX_LINE};
 use super::roots::Roots;
 use super::{Config, Context, StoreSlot};
+use crate::store::{ChangeBatch, Store};
 
 mod ends;
-use crate::store::{ChangeBatch, Store};
 
 /// Requests handled at once; the next line is not read until one finishes,
 /// which bounds memory whatever the client sends.
@@ -24,9 +24,9 @@ const MAX_IN_FLIGHT: usize = 64;
 /// Lines waiting for stdout.
 const OUTPUT_QUEUE: usize = 256;
 
-/// Serves MCP on stdin/stdout until stdin closes or SIGTERM / Ctrl-C arrives.
-/// Serves stdin/stdout until EOF or SIGTERM. With no store, the server
-/// waits for a client that offers roots to name a project.
+/// Serves MCP on stdin/stdout until stdin closes or SIGTERM / Ctrl-C
+/// arrives. With no store, the server waits for a client that offers roots
+/// to name a project.
 pub async fn serve_stdio(store: Option<Store>, config: Config) -> Result<()> {
     let roots = Roots::new(store.is_none());
     let slot = StoreSlot::new(store);
