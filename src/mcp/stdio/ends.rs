@@ -8,87 +8,76 @@
 //! non-blocking and polled by the reactor on the thread that runs the
 //! session. A terminal or a file keeps tokio's way.
 
-use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, BorrowedFd, OwnedFd, RawFd};
 use std::os::unix::fs::FileTypeExt;
 use std::pin::Pin;
-use std::sync::Mutex;
 
 use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::net::UnixStream;
+use tokio::net::unix::pipe;
 
 pub type Input = Pin<Box<dyn AsyncRead + Send>>;
 pub type Output = Pin<Box<dyn AsyncWrite + Send>>;
 
-/// The file status flags of stdin and stdout before they were made
-/// non-blocking. Non-blocking is a property of the open file, which a shell
-/// or a parent may share: it is put back when the session ends.
-static SAVED: Mutex<Vec<(i32, libc::c_int)>> = Mutex::new(Vec::new());
+/// The file status flags that stdin and stdout had before [`open`] made
+/// them non-blocking, put back when dropped. Non-blocking is a property of
+/// the open file, which a shell or a parent may share.
+pub struct Restore(Vec<(RawFd, libc::c_int)>);
 
-pub fn stdin() -> Input {
-    match polled(std::io::stdin().as_fd()) {
-        Some(Polled::Pipe(fd)) => match tokio::net::unix::pipe::Receiver::from_owned_fd(fd) {
-            Ok(pipe) => return Box::pin(pipe),
-            Err(e) => tracing::debug!("stdin through a blocking thread: {e}"),
-        },
-        Some(Polled::Socket(socket)) => return Box::pin(socket),
-        None => {}
-    }
-    // A blocking thread reads it: it must block again if a step above
-    // made it non-blocking before failing.
-    restore_one(std::io::stdin().as_raw_fd());
-    Box::pin(tokio::io::stdin())
-}
-
-pub fn stdout() -> Output {
-    match polled(std::io::stdout().as_fd()) {
-        Some(Polled::Pipe(fd)) => match tokio::net::unix::pipe::Sender::from_owned_fd(fd) {
-            Ok(pipe) => return Box::pin(pipe),
-            Err(e) => tracing::debug!("stdout through a blocking thread: {e}"),
-        },
-        Some(Polled::Socket(socket)) => return Box::pin(socket),
-        None => {}
-    }
-    // As for stdin.
-    restore_one(std::io::stdout().as_raw_fd());
-    Box::pin(tokio::io::stdout())
-}
-
-/// Puts back the flags of the ends that [`stdin`] and [`stdout`] made
-/// non-blocking.
-pub fn restore() {
-    let saved = std::mem::take(&mut *SAVED.lock().unwrap_or_else(|e| e.into_inner()));
-    for (fd, flags) in saved {
-        set_flags(fd, flags);
-    }
-}
-
-/// [`restore`] of descriptor `fd` alone.
-fn restore_one(fd: i32) {
-    let mut saved = SAVED.lock().unwrap_or_else(|e| e.into_inner());
-    saved.retain(|&(number, flags)| {
-        if number == fd {
-            set_flags(number, flags);
+impl Drop for Restore {
+    fn drop(&mut self) {
+        for &(fd, flags) in &self.0 {
+            set_flags(fd, flags);
         }
-        number != fd
-    });
+    }
 }
 
-fn set_flags(fd: i32, flags: libc::c_int) {
+/// Stdin and stdout for a session, and what puts them back as they were:
+/// keep it until the session has ended.
+pub fn open() -> (Input, Output, Restore) {
+    let mut saved = Vec::new();
+    let input = match polled(
+        std::io::stdin().as_fd(),
+        |fd| Ok(Box::pin(pipe::Receiver::from_owned_fd(fd)?) as Input),
+        |socket| Box::pin(socket) as Input,
+    ) {
+        Some((input, flags)) => {
+            saved.push(flags);
+            input
+        }
+        None => Box::pin(tokio::io::stdin()),
+    };
+    let output = match polled(
+        std::io::stdout().as_fd(),
+        |fd| Ok(Box::pin(pipe::Sender::from_owned_fd(fd)?) as Output),
+        |socket| Box::pin(socket) as Output,
+    ) {
+        Some((output, flags)) => {
+            saved.push(flags);
+            output
+        }
+        None => Box::pin(tokio::io::stdout()),
+    };
+    (input, output, Restore(saved))
+}
+
+fn set_flags(fd: RawFd, flags: libc::c_int) {
     // SAFETY: fcntl on a descriptor number with plain integer arguments; a
     // closed descriptor makes it fail, nothing else.
     unsafe { libc::fcntl(fd, libc::F_SETFL, flags) };
 }
 
-enum Polled {
-    Pipe(OwnedFd),
-    Socket(tokio::net::UnixStream),
-}
-
-/// A duplicate of `fd`, ready for the reactor, when it is a pipe or a Unix
-/// socket; `None` for anything else, and when any step fails.
-fn polled(fd: BorrowedFd<'_>) -> Option<Polled> {
+/// A duplicate of `fd` ready for the reactor (through `pipe` for a pipe,
+/// `socket` for a Unix socket), and `fd`'s flags before; `None` for
+/// anything else, and when a step fails, the flags then put back at once:
+/// a blocking thread will read or write it.
+fn polled<T>(
+    fd: BorrowedFd<'_>,
+    pipe: impl FnOnce(OwnedFd) -> std::io::Result<T>,
+    socket: impl FnOnce(UnixStream) -> T,
+) -> Option<(T, (RawFd, libc::c_int))> {
     let number = fd.as_raw_fd();
-    let owned = fd.try_clone_to_owned().ok()?;
-    let file = std::fs::File::from(owned);
+    let file = std::fs::File::from(fd.try_clone_to_owned().ok()?);
     let kind = file.metadata().ok()?.file_type();
     if !kind.is_fifo() && !kind.is_socket() {
         return None;
@@ -98,17 +87,22 @@ fn polled(fd: BorrowedFd<'_>) -> Option<Polled> {
     if flags < 0 {
         return None;
     }
-    SAVED
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .push((number, flags));
     let owned = OwnedFd::from(file);
-    if kind.is_fifo() {
-        return Some(Polled::Pipe(owned));
+    let end = if kind.is_fifo() {
+        pipe(owned)
+    } else {
+        let stream = std::os::unix::net::UnixStream::from(owned);
+        stream
+            .set_nonblocking(true)
+            .and_then(|()| UnixStream::from_std(stream))
+            .map(socket)
+    };
+    match end {
+        Ok(end) => Some((end, (number, flags))),
+        Err(e) => {
+            tracing::debug!("fd {number} through a blocking thread: {e}");
+            set_flags(number, flags);
+            None
+        }
     }
-    let socket = std::os::unix::net::UnixStream::from(owned);
-    socket.set_nonblocking(true).ok()?;
-    tokio::net::UnixStream::from_std(socket)
-        .ok()
-        .map(Polled::Socket)
 }

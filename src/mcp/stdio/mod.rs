@@ -31,8 +31,9 @@ pub async fn serve_stdio(store: Option<Store>, config: Config) -> Result<()> {
     let roots = Roots::new(store.is_none());
     let slot = StoreSlot::new(store);
     let changes = super::watch_changes(slot.clone())?;
-    let (input, output) = (ends::stdin(), ends::stdout());
-    let served = serve_slot(
+    // Held until the session has ended: then stdin's and stdout's flags go back.
+    let (input, output, _restore) = ends::open();
+    serve_slot(
         slot,
         roots,
         config,
@@ -41,9 +42,7 @@ pub async fn serve_stdio(store: Option<Store>, config: Config) -> Result<()> {
         changes.subscribe(),
         shutdown_signal(),
     )
-    .await;
-    ends::restore();
-    served
+    .await
 }
 
 /// Registers for SIGTERM and SIGINT (Ctrl-C) now, and returns a future that
