@@ -256,12 +256,14 @@ async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Res
             .and_then(|h| h.to_str().ok())
             .unwrap_or("");
         if !hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
+            tracing::warn!(host = ?host, "refused a request: unexpected Host header");
             return plain_error(StatusCode::MISDIRECTED_REQUEST, "unexpected Host header");
         }
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or("");
         if !origin_allowed(origin, &app.origins) {
+            tracing::warn!(origin = ?origin, "refused a request: origin not allowed");
             return plain_error(StatusCode::FORBIDDEN, "origin not allowed");
         }
     }

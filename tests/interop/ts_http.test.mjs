@@ -51,11 +51,14 @@ async function startServer(backend, name) {
   const child = spawn(ORCHESTRA_BIN, ['serve', '--db', db, '--http', '127.0.0.1:0', '--page-size', '5'], {
     stdio: ['ignore', 'ignore', 'pipe'],
   });
+  // The server's log, kept whole: a failing test shows it.
+  let seen = '';
+  child.stderr.on('data', (chunk) => {
+    seen += chunk.toString();
+  });
   const url = await new Promise((resolveUrl, reject) => {
-    let seen = '';
     const timer = setTimeout(() => reject(new Error(`no address in: ${seen}`)), TIMEOUT_MS);
-    child.stderr.on('data', (chunk) => {
-      seen += chunk.toString();
+    child.stderr.on('data', () => {
       const match = seen.match(/serving MCP on (http:\/\/\S+)/);
       if (match) {
         clearTimeout(timer);
@@ -68,7 +71,7 @@ async function startServer(backend, name) {
     child.kill('SIGTERM');
     rmSync(dir, { recursive: true, force: true });
   };
-  return { url: new URL(url), stop };
+  return { url: new URL(url), stop, log: () => seen };
 }
 
 for (const backend of BACKENDS) {
@@ -77,7 +80,7 @@ for (const backend of BACKENDS) {
     ['auto', 'auto'],
   ]) {
     test(`@modelcontextprotocol/client 2.x over Streamable HTTP, ${label} [${backend}]`, async () => {
-      const { url, stop } = await startServer(backend, `http_${label}`);
+      const { url, stop, log } = await startServer(backend, `http_${label}`);
       const client = new Client({ name: 'orchestra-interop-http', version: '2.0.0' }, { versionNegotiation: { mode } });
       try {
         await client.connect(new StreamableHTTPClientTransport(url), { timeout: TIMEOUT_MS });
@@ -111,6 +114,9 @@ for (const backend of BACKENDS) {
           client.readResource({ uri: 'orchestra://features/FEAT-999' }, { timeout: TIMEOUT_MS }),
           (e) => String(e.code ?? e.message).includes('32602') || /not found/i.test(String(e.message)),
         );
+      } catch (e) {
+        e.message += `\n--- server stderr ---\n${log()}`;
+        throw e;
       } finally {
         await client.close();
         stop();
