@@ -49,6 +49,8 @@ SQLITE_ONLY=(
   search::the_search_check_sees
   # a SQLite file whose history predates SQLite's migration 0011
   history_cli::a_history_written_before_versions_were_chained
+  # ... and one whose past versions predate SQLite's migration 0012
+  history_cli::a_history_written_before_versions_named_their_bodies
   # SIGKILL of an import into a SQLite file and its WAL (PostgreSQL's: postgres::)
   faults::sigkill_at_random_moments
   # a write past ulimit -f into a SQLite file

@@ -126,7 +126,7 @@ pub fn measure(
         )?;
         // Not vacuumed: the documents keep the very pages they have in the
         // database with history, so reads and listings differ only by it.
-        conn.execute_batch("DELETE FROM versions; DELETE FROM bodies;")?;
+        conn.execute_batch("DELETE FROM versions; DELETE FROM bodies; DELETE FROM body_hashes;")?;
         figures
     };
 

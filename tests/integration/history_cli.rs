@@ -744,9 +744,11 @@ fn prune_dry_run_says_what_would_go_and_writes_nothing() {
             &["prune", "--dry-run", "--keep", "1", "--older-than", "0s"],
             format!("would remove 4 versions and 4 stored bodies ({stored} B)"),
         ),
+        // Nothing to let go: the stored copy of A1 stays, though notes/a's
+        // current bytes are A1 again (a revert): version 1 needs it.
         (
             &["prune", "--keep", "3", "--older-than", "1s", "--dry-run"],
-            "would remove 0 versions and 1 stored body (".to_string(),
+            "would remove 0 versions and 0 stored bodies (0 B)".to_string(),
         ),
     ];
     for (args, expected) in cases {
@@ -778,19 +780,20 @@ fn stored_size(p: &Project, bytes: &[u8]) -> u64 {
 fn prune_removes_what_every_rule_lets_go() {
     let p = project();
     let all = vec![vec![3, 2, 1], vec![2, 1], vec![2, 1], vec![1]];
-    // A cut in the past: no version is that old. The stored copy of A1
-    // goes all the same: notes/a's current bytes are A1 again (a revert),
-    // so no version needs it.
+    // A cut in the past: no version is that old, and nothing goes. (The
+    // stored copy of A1 stays, though notes/a's current bytes are A1
+    // again: version 1 needs it.)
     let a1 = stored_size(&p, A1);
     assert_eq!(
         prune_json(&p, &["--older-than", "100years"]),
-        json!({"dry_run": false, "versions": 0, "bodies": 1, "stored_bytes": a1})
+        json!({"dry_run": false, "versions": 0, "bodies": 0, "stored_bytes": 0})
     );
     assert_eq!(numbers(&p), all);
-    // Older than now and beyond the 2 newest: notes/a's first.
+    // Older than now and beyond the 2 newest: notes/a's first, and with it
+    // the stored copy of A1, which only it needed.
     assert_eq!(
         prune_json(&p, &["--keep", "2", "--older-than", "0s"]),
-        json!({"dry_run": false, "versions": 1, "bodies": 0, "stored_bytes": 0})
+        json!({"dry_run": false, "versions": 1, "bodies": 1, "stored_bytes": a1})
     );
     assert_eq!(numbers(&p), [vec![3, 2], vec![2, 1], vec![2, 1], vec![1]]);
     check(
@@ -958,9 +961,29 @@ fn as_before_0011(p: &Project) {
              SELECT prefix, id, version, hash, size, title, is_text, seq FROM chained;
          DROP TABLE chained;
          DROP TABLE removed;
+         DROP TABLE body_hashes;
+         CREATE UNIQUE INDEX bodies_hash ON bodies (hash);
          PRAGMA user_version = 10;
          COMMIT;"
     ))
+    .unwrap();
+}
+
+/// Turns the history of `p`'s database back into what orchestra wrote
+/// before migration 0012: past bodies found by hash through a unique index,
+/// no `previous_body`, schema version 11; and, as its prune left them, no
+/// stored bodies that are the current bytes of their document.
+fn as_before_0012(p: &Project) {
+    let conn = rusqlite::Connection::open(p.db()).unwrap();
+    conn.execute_batch(
+        "BEGIN;
+         ALTER TABLE versions DROP COLUMN previous_body;
+         DROP TABLE body_hashes;
+         CREATE UNIQUE INDEX bodies_hash ON bodies (hash);
+         DELETE FROM bodies WHERE hash IN (SELECT hash FROM documents);
+         PRAGMA user_version = 11;
+         COMMIT;",
+    )
     .unwrap();
 }
 
@@ -994,5 +1017,52 @@ fn a_history_written_before_versions_were_chained_reads_the_same_after_the_upgra
         [vec![4, 3, 2, 1], vec![3, 2, 1]],
         "notes/a and features/F-1"
     );
+    assert_eq!(crate::support::history_check(&p.db()), "ok");
+}
+
+#[test]
+fn a_history_written_before_versions_named_their_bodies_reads_the_same_after_the_upgrade() {
+    let p = project();
+    let before = logs(&p);
+    as_before_0012(&p);
+    let db = || Db::open(&p.db());
+    assert_eq!(db().int("PRAGMA user_version", &[]), 11);
+    // notes/a's version 1 has the bytes of version 3, the current ones: the
+    // old prune left them in `documents` only.
+    assert_eq!(
+        db().int(
+            "SELECT count(*) FROM bodies WHERE hash = $1",
+            &[&blake3::hash(A1).as_bytes().to_vec()]
+        ),
+        0
+    );
+    p.import(&[]).assert_success();
+    assert_eq!(
+        db().int("PRAGMA user_version", &[]) as usize,
+        crate::cli::migrations()
+    );
+    assert_eq!(crate::support::history_check(&p.db()), "ok");
+    assert_eq!(logs(&p), before);
+    let every_version = [
+        ("notes/a", "1", A1),
+        ("notes/a", "2", A2),
+        ("notes/a", "3", A1),
+        ("features/F-1", "1", F1),
+        ("notes/bin", "1", BIN1),
+        ("notes/bin", "2", BIN2),
+        ("docs/guide", "1", GUIDE),
+    ];
+    let read_all = || {
+        for (key, version, expected) in every_version {
+            let args = ["show", key, "--version", version];
+            assert_eq!(cmd(&p, &args).run_raw().stdout, expected, "{args:?}");
+        }
+    };
+    read_all();
+    // notes/a changes again: A1 leaves the document, and version 1 and 3
+    // still read it.
+    p.file("notes/a.md", GUIDE);
+    p.import(&[]).assert_success();
+    read_all();
     assert_eq!(crate::support::history_check(&p.db()), "ok");
 }

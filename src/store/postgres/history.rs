@@ -230,14 +230,16 @@ fn prune_in_transaction(
         &format!("DELETE FROM versions v WHERE {}", conditions.join(" AND ")),
         &args,
     )?;
-    // Bodies that no remaining version needs: needed are the hashes of
-    // versions whose bytes are not their document's current ones.
+    // Bodies that no remaining version needs: needed are the hashes of the
+    // past versions, even those whose bytes are their document's current
+    // ones again (a revert), as on SQLite, where the version after each
+    // names its body (SQLite's migration 0012).
     let row = tx.query_one(
         "WITH gone AS (
              DELETE FROM bodies b WHERE NOT EXISTS (
-                 SELECT 1 FROM versions v WHERE v.hash = b.hash AND NOT EXISTS (
-                     SELECT 1 FROM documents d
-                     WHERE d.prefix = v.prefix AND d.id = v.id AND d.hash = v.hash))
+                 SELECT 1 FROM versions v WHERE v.hash = b.hash AND v.version < (
+                     SELECT max(version) FROM versions m
+                     WHERE m.prefix = v.prefix AND m.id = v.id))
              RETURNING octet_length(b.zstd) AS stored)
          SELECT count(*), coalesce(sum(stored), 0)::bigint FROM gone",
         &[],

@@ -93,6 +93,10 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/postgres/0011_versions_in_import_order.sql"),
         then: None,
     },
+    Migration {
+        sql: include_str!("../../../migrations/postgres/0012_version_bodies_by_rowid.sql"),
+        then: None,
+    },
 ];
 
 /// The advisory lock under which a server migrates: others wait, then

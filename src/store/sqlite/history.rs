@@ -9,9 +9,12 @@
 //! those) and of up to 16 before it (a version read jumps: two seeks). The
 //! current version's bytes live in `documents.body` as always, so reads of
 //! the current document cost what they cost without history; when an import
-//! replaces or removes a document, its old bytes move to `bodies`, keyed by
-//! hash, before they are overwritten. A version's bytes are therefore in
-//! `documents` (its hash is the current one's) or in `bodies`.
+//! replaces or removes a document, its old bytes move to `bodies` (unless
+//! the same bytes are there already: found through the FTS5 index
+//! `body_hashes`), before they are overwritten, and the new version's row
+//! names that `bodies` row (`previous_body`, migration 0012). A version's
+//! bytes are therefore in `documents` (its hash is the current one's) or in
+//! the `bodies` row that the next version names.
 
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -127,13 +130,15 @@ fn take_removal(conn: &Connection, key: &DocKey) -> Result<Option<i64>> {
 }
 
 /// Appends a version of `key` under import `seq`, after the one under
-/// `previous` (none for a document never seen before).
+/// `previous` (none for a document never seen before), whose bytes are in
+/// the `bodies` row `previous_body` (none for a removal).
 #[allow(clippy::too_many_arguments)]
 fn append(
     conn: &Connection,
     key: &DocKey,
     seq: i64,
     previous: Option<i64>,
+    previous_body: Option<i64>,
     hash: Option<&[u8]>,
     size: u64,
     title: &str,
@@ -153,8 +158,9 @@ fn append(
     let (prefix, id) = key_args(key);
     conn.prepare_cached(
         "INSERT INTO versions
-            (seq, prefix, id, version, previous, earlier, hash, size, title, is_text)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            (seq, prefix, id, version, previous, earlier, hash, size, title, is_text,
+             previous_body)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
     )?
     .execute(params![
         seq,
@@ -166,24 +172,51 @@ fn append(
         hash,
         size as i64,
         title,
-        is_text
+        is_text,
+        previous_body
     ])?;
     Ok(())
 }
 
-/// Keeps the bytes of `old`, a stored document about to be overwritten or
-/// deleted, in `bodies`, unless that body is there already.
-fn archive(conn: &Connection, old: &StoredDoc) -> Result<()> {
-    let archived: bool = conn
-        .prepare_cached("SELECT EXISTS (SELECT 1 FROM bodies WHERE hash = ?1)")?
-        .query_row([&old.hash], |r| r.get(0))?;
-    if archived {
-        return Ok(());
+/// The token under which `body_hashes` indexes a body: the first 8 bytes
+/// of its hash in hex (matches are checked against `bodies.hash`).
+fn hash_token(hash: &[u8]) -> String {
+    hash.iter().take(8).map(|b| format!("{b:02x}")).collect()
+}
+
+/// The `bodies` row that holds bytes with `hash`, if one does.
+fn stored_body(conn: &Connection, hash: &[u8]) -> Result<Option<i64>> {
+    let rowid = conn
+        .prepare_cached(
+            "SELECT b.rowid FROM body_hashes h JOIN bodies b ON b.rowid = h.rowid
+             WHERE body_hashes MATCH ?1 AND b.hash = ?2",
+        )?
+        .query_row(params![format!("\"{}\"", hash_token(hash)), hash], |r| {
+            r.get(0)
+        })
+        .optional()?;
+    Ok(rowid)
+}
+
+/// Keeps `body`, whose hash is `hash`, in `bodies`, unless the same bytes
+/// are there already: the row that holds them.
+fn keep_body(conn: &Connection, hash: &[u8], body: &[u8]) -> Result<i64> {
+    if let Some(rowid) = stored_body(conn, hash)? {
+        return Ok(rowid);
     }
-    let compressed = compress(&old.body).context("cannot compress a body")?;
+    let compressed = compress(body).context("cannot compress a body")?;
     conn.prepare_cached("INSERT INTO bodies (hash, size, zstd) VALUES (?1, ?2, ?3)")?
-        .execute(params![old.hash, old.body.len() as i64, compressed])?;
-    Ok(())
+        .execute(params![hash, body.len() as i64, compressed])?;
+    let rowid = conn.last_insert_rowid();
+    conn.prepare_cached("INSERT INTO body_hashes (rowid, hash) VALUES (?1, ?2)")?
+        .execute(params![rowid, hash_token(hash)])?;
+    Ok(rowid)
+}
+
+/// Keeps the bytes of `old`, a stored document about to be overwritten or
+/// deleted: the `bodies` row that holds them.
+fn archive(conn: &Connection, old: &StoredDoc) -> Result<i64> {
+    keep_body(conn, &old.hash, &old.body)
 }
 
 /// Records `doc` as a new version of its document (new, or its bytes
@@ -196,21 +229,20 @@ pub(super) fn record_put(
     seq: i64,
 ) -> Result<()> {
     let (key, hash) = (&doc.key, &doc.stat.hash);
-    let previous = match old {
+    let (previous, previous_body) = match old {
         // The same bytes again (metadata only): not a new version.
         Some(old) if old.hash == hash => return Ok(()),
-        Some(old) => {
-            archive(conn, old)?;
-            Some(old.seq)
-        }
-        // A document that has no row may have versions: it was removed before.
-        None => take_removal(conn, key)?,
+        Some(old) => (Some(old.seq), Some(archive(conn, old)?)),
+        // A document that has no row may have versions: it was removed
+        // before, and its newest is a removal, without bytes.
+        None => (take_removal(conn, key)?, None),
     };
     append(
         conn,
         key,
         seq,
         previous,
+        previous_body,
         Some(&hash[..]),
         doc.stat.size,
         &doc.title,
@@ -227,11 +259,52 @@ pub(super) fn record_remove(
     old: &StoredDoc,
     seq: i64,
 ) -> Result<()> {
-    archive(conn, old)?;
-    append(conn, key, seq, Some(old.seq), None, 0, &old.title, false)?;
+    let previous_body = archive(conn, old)?;
+    append(
+        conn,
+        key,
+        seq,
+        Some(old.seq),
+        Some(previous_body),
+        None,
+        0,
+        &old.title,
+        false,
+    )?;
     let (prefix, id) = key_args(key);
     conn.prepare_cached("INSERT INTO removed (prefix, id, seq) VALUES (?1, ?2, ?3)")?
         .execute(params![prefix, id, seq])?;
+    Ok(())
+}
+
+/// Migration 0012's step in Rust: a past version whose bytes are not in
+/// `bodies` had them pruned as its document's current ones (prune then kept
+/// only what the documents lacked); they are kept from the document now, so
+/// that the version after it can name them.
+pub(super) fn fill_previous_bodies(conn: &Connection) -> Result<()> {
+    // The rows to fill, and the document that has their bytes.
+    let missing: Vec<(i64, String, String, i64)> = conn
+        .prepare(
+            "SELECT v.seq, v.prefix, v.id, d.rowid
+             FROM versions v
+             JOIN versions p ON p.seq = v.previous AND p.prefix = v.prefix AND p.id = v.id
+             JOIN documents d ON d.prefix = v.prefix AND d.id = v.id AND d.hash = p.hash
+             WHERE v.previous_body IS NULL",
+        )?
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    for (seq, prefix, id, doc) in missing {
+        let (hash, body): (Vec<u8>, Vec<u8>) = conn.query_row(
+            "SELECT hash, body FROM documents WHERE rowid = ?1",
+            [doc],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
+        let rowid = keep_body(conn, &hash, &body)?;
+        conn.execute(
+            "UPDATE versions SET previous_body = ?1 WHERE seq = ?2 AND prefix = ?3 AND id = ?4",
+            params![rowid, seq, prefix, id],
+        )?;
+    }
     Ok(())
 }
 
@@ -252,22 +325,25 @@ const CHAIN: &str = "WITH RECURSIVE
         FROM chain c JOIN versions v ON v.seq = c.previous AND v.prefix = ?1 AND v.id = ?2
     )";
 
-/// Version `?3` of the document `?1`/`?2`, as the table `chain`: from the
-/// newest, a jump to the row `earlier` names for it, or, when it is
-/// further back than that, to the oldest `earlier` names, and so on.
+/// The rows of the document `?1`/`?2` on the way to version `?3`, as the
+/// table `chain`: from the newest, a jump to the row `earlier` names for
+/// it, or, when it is further back than that, to the oldest `earlier`
+/// names, and so on. The jumps never pass `?3`: the chain holds it if it
+/// exists, and no version older than it.
 const JUMP: &str = "WITH RECURSIVE
-    head(seq, live, doc, doc_hash) AS (
-        SELECT seq, 1, rowid, hash FROM documents WHERE prefix = ?1 AND id = ?2
+    head(seq, live, doc) AS (
+        SELECT seq, 1, rowid FROM documents WHERE prefix = ?1 AND id = ?2
         UNION ALL
-        SELECT seq, 0, NULL, NULL FROM removed WHERE prefix = ?1 AND id = ?2
+        SELECT seq, 0, NULL FROM removed WHERE prefix = ?1 AND id = ?2
     ),
-    chain(seq, version, earlier, hash, size, title, is_text, current, doc, doc_hash) AS (
-        SELECT v.seq, v.version, v.earlier, v.hash, v.size, v.title, v.is_text, h.live,
-               h.doc, h.doc_hash
+    chain(seq, version, earlier, previous, previous_body, hash, size, title, is_text, current)
+    AS (
+        SELECT v.seq, v.version, v.earlier, v.previous, v.previous_body, v.hash, v.size,
+               v.title, v.is_text, h.live
         FROM head h JOIN versions v ON v.seq = h.seq AND v.prefix = ?1 AND v.id = ?2
         UNION ALL
-        SELECT v.seq, v.version, v.earlier, v.hash, v.size, v.title, v.is_text, 0, c.doc,
-               c.doc_hash
+        SELECT v.seq, v.version, v.earlier, v.previous, v.previous_body, v.hash, v.size,
+               v.title, v.is_text, 0
         FROM chain c JOIN versions v
             ON v.seq = c.earlier ->> ('$[' || (min(c.version - ?3, json_array_length(c.earlier)) - 1) || ']')
             AND v.prefix = ?1 AND v.id = ?2
@@ -315,49 +391,80 @@ impl Reader {
     /// Version `number` of `key` and its bytes; `None` when there is no such
     /// version or it is a removal (nothing to read).
     pub fn version(&self, key: &DocKey, number: u32) -> Result<Option<VersionBody>> {
+        if number == 0 {
+            return Ok(None);
+        }
         self.in_transaction(|| {
             let (prefix, id) = key_args(key);
+            // The chain to the version after the one asked for, whose row
+            // names the one asked for and the `bodies` row of its bytes; or,
+            // when the one asked for is the newest, that one alone, and the
+            // document's rowid (the chain holds nothing else then).
             let sql = format!(
-                "{JUMP} SELECT {VERSION_COLUMNS}, c.doc, c.doc_hash FROM chain c WHERE c.version = ?3"
+                "{JUMP}
+                 SELECT v.version, v.hash, v.size, v.title, v.is_text, v.seq,
+                        (SELECT committed_ms FROM imports i WHERE i.seq = v.seq), 0,
+                        c.previous_body
+                 FROM chain c JOIN versions v
+                     ON v.seq = c.previous AND v.prefix = ?1 AND v.id = ?2
+                 WHERE c.version = ?3
+                 UNION ALL
+                 SELECT {VERSION_COLUMNS}, h.doc FROM chain c, head h
+                 WHERE c.version = ?3 - 1"
             );
             let found = self
                 .conn
                 .prepare_cached(&sql)?
-                .query_row(params![prefix, id, number], |r| {
-                    let doc: Option<i64> = r.get(8)?;
-                    let doc_hash: Option<Vec<u8>> = r.get(9)?;
-                    Ok((version_from_row(key, r)?, doc, doc_hash))
+                .query_row(params![prefix, id, i64::from(number) + 1], |r| {
+                    let bytes_at: Option<i64> = r.get(8)?;
+                    Ok((version_from_row(key, r)?, bytes_at))
                 })
                 .optional()?;
-            let Some((version, doc, doc_hash)) = found else {
+            // A `bodies` rowid for a past version, a `documents` one for
+            // the current one.
+            let Some((version, bytes_at)) = found else {
                 return Ok(None);
             };
             let Some(hash) = version.hash else {
                 return Ok(None);
             };
-            // The current bytes are the document's (a past version with
-            // them may have none in `bodies`: prune keeps only what the
-            // documents lack); others are in `bodies`.
-            let body = match doc.filter(|_| doc_hash.as_deref() == Some(&hash[..])) {
-                Some(rowid) => self
+            let body = match (version.current, bytes_at) {
+                (true, Some(doc)) => self
                     .conn
                     .prepare_cached("SELECT body FROM documents WHERE rowid = ?1")?
-                    .query_row([rowid], |r| r.get(0))?,
-                None => {
-                    let stored: Option<(i64, Vec<u8>)> = self
-                        .conn
-                        .prepare_cached("SELECT size, zstd FROM bodies WHERE hash = ?1")?
-                        .query_row([&hash[..]], |r| Ok((r.get(0)?, r.get(1)?)))
-                        .optional()?;
-                    let Some((size, compressed)) = stored else {
-                        bail!("the history of {key} lacks the bytes of version {number}");
-                    };
-                    decompress(&compressed, size as usize)
-                        .with_context(|| format!("cannot read version {number} of {key}"))?
-                }
+                    .query_row([doc], |r| r.get(0))?,
+                _ => self.past_body(key, &version, &hash, bytes_at)?,
             };
             Ok(Some(VersionBody { version, body }))
         })
+    }
+
+    /// The bytes of `version`, a past version of `key`, from the `bodies`
+    /// row that the version after it names.
+    fn past_body(
+        &self,
+        key: &DocKey,
+        version: &Version,
+        hash: &[u8; 32],
+        body_row: Option<i64>,
+    ) -> Result<Vec<u8>> {
+        let number = version.number;
+        let stored: Option<(Vec<u8>, i64, Vec<u8>)> = match body_row {
+            Some(rowid) => self
+                .conn
+                .prepare_cached("SELECT hash, size, zstd FROM bodies WHERE rowid = ?1")?
+                .query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+                .optional()?,
+            None => None,
+        };
+        let Some((stored_hash, size, compressed)) = stored else {
+            bail!("the history of {key} lacks the bytes of version {number}");
+        };
+        if stored_hash != hash {
+            bail!("the history of {key} names the wrong bytes for version {number}");
+        }
+        decompress(&compressed, size as usize)
+            .with_context(|| format!("cannot read version {number} of {key}"))
     }
 
     /// The version numbers of `key` whose decimal form begins with `typed`,
@@ -483,47 +590,60 @@ fn prune_in_transaction(conn: &Connection, rules: &PruneRules) -> Result<PruneRe
         conn.query_row("SELECT count(*) FROM temp.prune_doomed", [], |r| r.get(0))?;
     // The chains of the documents that lost versions are linked again over
     // those left (the rules take the oldest, so this mostly ends a chain);
-    // 16 is `EARLIER`.
+    // 16 is `EARLIER`. Each row names the `bodies` row of the bytes of the
+    // one before it: first noted for every version of those documents as
+    // its own (`prune_own`, from the row after it), then given to the row
+    // that is now after it.
     conn.execute_batch(
-        "DELETE FROM versions WHERE (seq, prefix, id) IN
+        "CREATE TEMP TABLE IF NOT EXISTS prune_own
+             (seq INTEGER, prefix TEXT, id TEXT, body INTEGER, PRIMARY KEY (seq, prefix, id))
+             WITHOUT ROWID;
+         DELETE FROM temp.prune_own;
+         INSERT INTO temp.prune_own
+             SELECT seq, prefix, id,
+                    lag(previous_body) OVER (PARTITION BY prefix, id ORDER BY version DESC)
+             FROM versions
+             WHERE (prefix, id) IN (SELECT prefix, id FROM temp.prune_doomed);
+         DELETE FROM versions WHERE (seq, prefix, id) IN
              (SELECT seq, prefix, id FROM temp.prune_doomed);
-         UPDATE versions SET previous = relinked.previous, earlier = relinked.earlier
-         FROM (SELECT seq, prefix, id,
-                      lead(seq) OVER newest_first AS previous,
-                      coalesce(json_group_array(seq) OVER (newest_first ROWS BETWEEN 1 FOLLOWING
-                                                           AND 16 FOLLOWING), '[]') AS earlier
-               FROM versions
-               WHERE (prefix, id) IN (SELECT prefix, id FROM temp.prune_doomed)
-               WINDOW newest_first AS (PARTITION BY prefix, id ORDER BY version DESC)) AS relinked
+         UPDATE versions SET previous = relinked.previous, earlier = relinked.earlier,
+                             previous_body = relinked.previous_body
+         FROM (SELECT v.seq, v.prefix, v.id,
+                      lead(v.seq) OVER newest_first AS previous,
+                      coalesce(json_group_array(v.seq) OVER (newest_first ROWS BETWEEN 1 FOLLOWING
+                                                             AND 16 FOLLOWING), '[]') AS earlier,
+                      lead(o.body) OVER newest_first AS previous_body
+               FROM versions v JOIN temp.prune_own o
+                   ON o.seq = v.seq AND o.prefix = v.prefix AND o.id = v.id
+               WINDOW newest_first AS (PARTITION BY v.prefix, v.id ORDER BY v.version DESC))
+              AS relinked
          WHERE versions.seq = relinked.seq AND versions.prefix = relinked.prefix
            AND versions.id = relinked.id
            AND (versions.previous IS NOT relinked.previous
-                OR versions.earlier IS NOT relinked.earlier);
-         DELETE FROM temp.prune_doomed;",
+                OR versions.earlier IS NOT relinked.earlier
+                OR versions.previous_body IS NOT relinked.previous_body);
+         DELETE FROM temp.prune_doomed;
+         DELETE FROM temp.prune_own;",
     )?;
-    // Bodies that no remaining version needs: needed are the hashes of
-    // versions whose bytes are not their document's current ones. Built
-    // once, then an anti-join: `versions` has no index on hash.
+    // Bodies that no remaining version names.
     conn.execute_batch(
-        "CREATE TEMP TABLE IF NOT EXISTS prune_needed (hash BLOB PRIMARY KEY) WITHOUT ROWID;
+        "CREATE TEMP TABLE IF NOT EXISTS prune_needed (body INTEGER PRIMARY KEY);
          DELETE FROM temp.prune_needed;
          INSERT OR IGNORE INTO temp.prune_needed
-             SELECT v.hash FROM versions v
-             WHERE v.hash IS NOT NULL AND NOT EXISTS (
-                 SELECT 1 FROM documents d WHERE d.prefix = v.prefix AND d.id = v.id AND d.hash = v.hash);",
+             SELECT previous_body FROM versions WHERE previous_body IS NOT NULL;",
     )?;
     let unneeded =
-        "SELECT rowid FROM bodies WHERE hash NOT IN (SELECT hash FROM temp.prune_needed)";
+        "SELECT rowid FROM bodies WHERE rowid NOT IN (SELECT body FROM temp.prune_needed)";
     let (bodies, stored): (i64, i64) = conn.query_row(
         &format!("SELECT count(*), coalesce(sum(length(zstd)), 0) FROM bodies WHERE rowid IN ({unneeded})"),
         [],
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
-    conn.execute(
-        &format!("DELETE FROM bodies WHERE rowid IN ({unneeded})"),
-        [],
-    )?;
-    conn.execute_batch("DELETE FROM temp.prune_needed")?;
+    conn.execute_batch(&format!(
+        "DELETE FROM body_hashes WHERE rowid IN ({unneeded});
+         DELETE FROM bodies WHERE rowid IN ({unneeded});
+         DELETE FROM temp.prune_needed;"
+    ))?;
     Ok(PruneReport {
         versions: versions as u64,
         bodies: bodies as u64,
@@ -643,27 +763,46 @@ mod tests {
     }
 
     #[test]
-    fn a_past_version_with_the_current_bytes_reads_them_from_the_document() {
+    fn prune_keeps_the_bodies_that_versions_name_and_only_those() {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open_or_create(&dir.path().join("o.db")).unwrap();
         let key = DocKey::new(Prefix::Notes, "a");
-        let (one, two) = ("# One\nfirst", "# Two\nsecond");
+        let (one, two, three) = ("# One\nfirst", "# Two\nsecond", "# Three\nthird");
         for body in [one, two, one] {
             import(&store, &[("a", Some(body))]);
         }
-        // Nothing to let go but the bytes of `one`, which the document has.
+        // Nothing to let go: `one`, the document's bytes now, stays stored
+        // too, since version 2 names it for version 1.
         let keep_all = PruneRules {
             keep: Some(10),
             keep_since_ms: None,
         };
         let pruned = store.prune(&keep_all, false).unwrap();
-        assert_eq!((pruned.versions, pruned.bodies), (0, 1));
+        assert_eq!((pruned.versions, pruned.bodies), (0, 0));
         let r = store.reader().unwrap();
-        assert_eq!(r.history_stats().unwrap().bodies, 1, "only `two`");
-        for (number, expected) in [(1, one), (2, two), (3, one)] {
+        assert_eq!(r.history_stats().unwrap().bodies, 2);
+        // The document moves on: versions 1 and 3 read `one` from the same
+        // stored body, which is not stored twice.
+        import(&store, &[("a", Some(three))]);
+        assert_eq!(r.history_stats().unwrap().bodies, 2);
+        for (number, expected) in [(1, one), (2, two), (3, one), (4, three)] {
             let read = r.version(&key, number).unwrap().unwrap();
             assert_eq!(read.body, expected.as_bytes(), "version {number}");
         }
+        // Keep 2: version 3 stays, and the body of `one` that version 4
+        // names; `two` goes.
+        let keep2 = PruneRules {
+            keep: Some(2),
+            keep_since_ms: None,
+        };
+        let pruned = store.prune(&keep2, false).unwrap();
+        assert_eq!((pruned.versions, pruned.bodies), (2, 1));
+        assert_eq!(r.version(&key, 3).unwrap().unwrap().body, one.as_bytes());
+        assert!(r.version(&key, 2).unwrap().is_none());
+        // A body pruned is found no more: `two` again is stored again.
+        import(&store, &[("a", Some(two))]);
+        assert_eq!(r.history_stats().unwrap().bodies, 2);
+        assert_eq!(r.version(&key, 4).unwrap().unwrap().body, three.as_bytes());
     }
 
     #[test]

@@ -99,6 +99,10 @@ pub(in crate::store) const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/sqlite/0011_versions_in_import_order.sql"),
         then: None,
     },
+    Migration {
+        sql: include_str!("../../../migrations/sqlite/0012_version_bodies_by_rowid.sql"),
+        then: Some(history::fill_previous_bodies),
+    },
 ];
 
 const PAGE_SIZE: u32 = 16 * 1024;

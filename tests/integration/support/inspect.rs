@@ -385,6 +385,23 @@ pub fn history_check(db: &Path) -> String {
                             SELECT 1 FROM versions p WHERE p.seq = v.previous
                             AND p.prefix = v.prefix AND p.id = v.id AND p.version = v.version - 1))",
             ),
+            (
+                // Migration 0012: a version names the `bodies` row of the
+                // bytes of the one before it.
+                "versions that do not name the stored bytes of the one before them",
+                "SELECT count(*) FROM versions v
+                 JOIN versions p ON p.seq = v.previous AND p.prefix = v.prefix AND p.id = v.id
+                 WHERE (p.hash IS NULL) <> (v.previous_body IS NULL)
+                    OR (p.hash IS NOT NULL AND NOT EXISTS (
+                            SELECT 1 FROM bodies b WHERE b.rowid = v.previous_body
+                            AND b.hash = p.hash))",
+            ),
+            (
+                "stored bodies that the hash index lacks",
+                "SELECT count(*) FROM bodies b WHERE NOT EXISTS (
+                     SELECT 1 FROM body_hashes h WHERE body_hashes MATCH
+                         '\"' || lower(hex(substr(b.hash, 1, 8))) || '\"' AND h.rowid = b.rowid)",
+            ),
         ],
         Db::Postgres(_) => &[],
     };

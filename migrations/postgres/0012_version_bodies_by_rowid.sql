@@ -1,0 +1,6 @@
+-- SQLite's 0012 finds a past version's bytes through the version after it,
+-- which names their row in `bodies`, instead of through a unique index on
+-- the hash, whose random inserts were most of what history added to a
+-- SQLite import. PostgreSQL keeps its index on `bodies.hash` (its imports
+-- write many random index pages already); nothing changes here. (The
+-- numbers and names of the migrations are the same on both backends.)
