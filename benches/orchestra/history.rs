@@ -126,7 +126,7 @@ pub fn measure(
         )?;
         // Not vacuumed: the documents keep the very pages they have in the
         // database with history, so reads and listings differ only by it.
-        conn.execute_batch("DELETE FROM versions; DELETE FROM bodies; DELETE FROM body_hashes;")?;
+        conn.execute_batch("DELETE FROM versions; DELETE FROM bodies; DELETE FROM body_hashes; DELETE FROM recent_body_hashes;")?;
         figures
     };
 
@@ -190,6 +190,15 @@ pub fn measure(
                     delta_without_s.push(seconds);
                 }
             }
+            step(
+                n,
+                &format!(
+                    "history: round {}: {:.3} s with history, {:.3} s without",
+                    round + 1,
+                    delta_with_s[round],
+                    delta_without_s[round]
+                ),
+            );
         }
     }
     for db in [&with_db, &without_db, &baseline_db] {

@@ -16,19 +16,22 @@ UPDATE versions SET previous_body = (
     WHERE p.seq = versions.previous AND p.prefix = versions.prefix AND p.id = versions.id)
 WHERE previous IS NOT NULL;
 
--- Finding a body by hash is left to the import, which asks whether bytes it
--- keeps are kept already (a revert, or the same bytes under another key).
--- It asks an FTS5 index of the first 16 hex digits of each hash, whose
--- writes are appended as segments and merged in the background of later
--- writes, instead of landing on random b-tree leaves. Candidates are
--- checked against `bodies.hash`.
-CREATE VIRTUAL TABLE body_hashes USING fts5(
-    hash,
-    content = '',
-    contentless_delete = 1,
-    detail = none
+-- Finding a body by hash is left to the import, which asks whether bytes
+-- it keeps are kept already (a revert, or the same bytes under another
+-- key). It asks two tables keyed by the first 8 bytes of the hash (as an
+-- integer; a candidate is checked against `bodies.hash`): a small one that
+-- takes the import's new entries, so that they land on a few pages rather
+-- than each on a random leaf of a large index, and that is moved into the
+-- large one in bulk once it holds 32,768 entries (`history::settle`). The
+-- Rust step of this migration fills the large one from `bodies`.
+CREATE TABLE body_hashes (
+    hash8 INTEGER PRIMARY KEY,
+    body INTEGER NOT NULL
 );
 
-INSERT INTO body_hashes (rowid, hash) SELECT rowid, lower(hex(substr(hash, 1, 8))) FROM bodies;
+CREATE TABLE recent_body_hashes (
+    hash8 INTEGER PRIMARY KEY,
+    body INTEGER NOT NULL
+);
 
 DROP INDEX bodies_hash;

@@ -962,6 +962,7 @@ fn as_before_0011(p: &Project) {
          DROP TABLE chained;
          DROP TABLE removed;
          DROP TABLE body_hashes;
+         DROP TABLE recent_body_hashes;
          CREATE UNIQUE INDEX bodies_hash ON bodies (hash);
          PRAGMA user_version = 10;
          COMMIT;"
@@ -979,6 +980,7 @@ fn as_before_0012(p: &Project) {
         "BEGIN;
          ALTER TABLE versions DROP COLUMN previous_body;
          DROP TABLE body_hashes;
+         DROP TABLE recent_body_hashes;
          CREATE UNIQUE INDEX bodies_hash ON bodies (hash);
          DELETE FROM bodies WHERE hash IN (SELECT hash FROM documents);
          PRAGMA user_version = 11;

@@ -10,8 +10,8 @@
 //! current version's bytes live in `documents.body` as always, so reads of
 //! the current document cost what they cost without history; when an import
 //! replaces or removes a document, its old bytes move to `bodies` (unless
-//! the same bytes are there already: found through the FTS5 index
-//! `body_hashes`), before they are overwritten, and the new version's row
+//! the same bytes are there already: found through `recent_body_hashes`
+//! and `body_hashes`), before they are overwritten, and the new version's row
 //! names that `bodies` row (`previous_body`, migration 0012). A version's
 //! bytes are therefore in `documents` (its hash is the current one's) or in
 //! the `bodies` row that the next version names.
@@ -178,22 +178,31 @@ fn append(
     Ok(())
 }
 
-/// The token under which `body_hashes` indexes a body: the first 8 bytes
-/// of its hash in hex (matches are checked against `bodies.hash`).
-fn hash_token(hash: &[u8]) -> String {
-    hash.iter().take(8).map(|b| format!("{b:02x}")).collect()
+/// The key under which `body_hashes` and `recent_body_hashes` find a
+/// body: the first 8 bytes of its hash (candidates are checked against
+/// `bodies.hash`).
+fn hash8(hash: &[u8]) -> i64 {
+    let mut first = [0u8; 8];
+    let n = hash.len().min(8);
+    first[..n].copy_from_slice(&hash[..n]);
+    i64::from_be_bytes(first)
 }
+
+/// How many entries `recent_body_hashes` takes before they move into
+/// `body_hashes`, in bulk (migration 0012).
+const RECENT_HASHES: i64 = 32_768;
 
 /// The `bodies` row that holds bytes with `hash`, if one does.
 fn stored_body(conn: &Connection, hash: &[u8]) -> Result<Option<i64>> {
     let rowid = conn
         .prepare_cached(
-            "SELECT b.rowid FROM body_hashes h JOIN bodies b ON b.rowid = h.rowid
-             WHERE body_hashes MATCH ?1 AND b.hash = ?2",
+            "SELECT b.rowid FROM bodies b
+             WHERE b.rowid IN (SELECT body FROM recent_body_hashes WHERE hash8 = ?1
+                               UNION ALL
+                               SELECT body FROM body_hashes WHERE hash8 = ?1)
+               AND b.hash = ?2",
         )?
-        .query_row(params![format!("\"{}\"", hash_token(hash)), hash], |r| {
-            r.get(0)
-        })
+        .query_row(params![hash8(hash), hash], |r| r.get(0))
         .optional()?;
     Ok(rowid)
 }
@@ -208,9 +217,27 @@ fn keep_body(conn: &Connection, hash: &[u8], body: &[u8]) -> Result<i64> {
     conn.prepare_cached("INSERT INTO bodies (hash, size, zstd) VALUES (?1, ?2, ?3)")?
         .execute(params![hash, body.len() as i64, compressed])?;
     let rowid = conn.last_insert_rowid();
-    conn.prepare_cached("INSERT INTO body_hashes (rowid, hash) VALUES (?1, ?2)")?
-        .execute(params![rowid, hash_token(hash)])?;
+    // Two hashes that share their first 8 bytes: the second is stored but
+    // not found again (a copy the next time it is kept, not a wrong body).
+    conn.prepare_cached("INSERT OR IGNORE INTO recent_body_hashes (hash8, body) VALUES (?1, ?2)")?
+        .execute(params![hash8(hash), rowid])?;
     Ok(rowid)
+}
+
+/// Moves the entries of `recent_body_hashes` into `body_hashes` once it
+/// holds [`RECENT_HASHES`]: called as an import commits.
+pub(super) fn settle(conn: &Connection) -> Result<()> {
+    let recent: i64 = conn
+        .prepare_cached("SELECT count(*) FROM recent_body_hashes")?
+        .query_row([], |r| r.get(0))?;
+    if recent >= RECENT_HASHES {
+        conn.execute_batch(
+            "INSERT OR IGNORE INTO body_hashes (hash8, body)
+                 SELECT hash8, body FROM recent_body_hashes;
+             DELETE FROM recent_body_hashes;",
+        )?;
+    }
+    Ok(())
 }
 
 /// Keeps the bytes of `old`, a stored document about to be overwritten or
@@ -277,11 +304,22 @@ pub(super) fn record_remove(
     Ok(())
 }
 
-/// Migration 0012's step in Rust: a past version whose bytes are not in
-/// `bodies` had them pruned as its document's current ones (prune then kept
-/// only what the documents lacked); they are kept from the document now, so
-/// that the version after it can name them.
-pub(super) fn fill_previous_bodies(conn: &Connection) -> Result<()> {
+/// Migration 0012's step in Rust: `body_hashes` filled from `bodies`; and
+/// a past version whose bytes are not in `bodies` had them pruned as its
+/// document's current ones (prune then kept only what the documents
+/// lacked): they are kept from the document now, so that the version after
+/// it can name them.
+pub(super) fn fill_0012(conn: &Connection) -> Result<()> {
+    {
+        let mut insert =
+            conn.prepare("INSERT OR IGNORE INTO body_hashes (hash8, body) VALUES (?1, ?2)")?;
+        let mut bodies = conn.prepare("SELECT rowid, hash FROM bodies")?;
+        let mut rows = bodies.query([])?;
+        while let Some(row) = rows.next()? {
+            let (rowid, hash): (i64, Vec<u8>) = (row.get(0)?, row.get(1)?);
+            insert.execute(params![hash8(&hash), rowid])?;
+        }
+    }
     // The rows to fill, and the document that has their bytes.
     let missing: Vec<(i64, String, String, i64)> = conn
         .prepare(
@@ -640,7 +678,8 @@ fn prune_in_transaction(conn: &Connection, rules: &PruneRules) -> Result<PruneRe
         |r| Ok((r.get(0)?, r.get(1)?)),
     )?;
     conn.execute_batch(&format!(
-        "DELETE FROM body_hashes WHERE rowid IN ({unneeded});
+        "DELETE FROM body_hashes WHERE body IN ({unneeded});
+         DELETE FROM recent_body_hashes WHERE body IN ({unneeded});
          DELETE FROM bodies WHERE rowid IN ({unneeded});
          DELETE FROM temp.prune_needed;"
     ))?;
@@ -803,6 +842,52 @@ mod tests {
         import(&store, &[("a", Some(two))]);
         assert_eq!(r.history_stats().unwrap().bodies, 2);
         assert_eq!(r.version(&key, 4).unwrap().unwrap().body, three.as_bytes());
+    }
+
+    #[test]
+    fn recent_hashes_move_in_bulk_and_are_found_where_they_went() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(&dir.path().join("o.db")).unwrap();
+        let key = DocKey::new(Prefix::Notes, "a");
+        let (one, two, three) = ("# One\nfirst", "# Two\nsecond", "# Three\nthird");
+        import(&store, &[("a", Some(one))]);
+        import(&store, &[("a", Some(two))]);
+        let count = |table: &str| -> i64 {
+            let r = store.reader().unwrap();
+            r.conn
+                .query_row(&format!("SELECT count(*) FROM {table}"), [], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!((count("recent_body_hashes"), count("body_hashes")), (1, 0));
+        // One short of the bound: an import's commit leaves them.
+        let fill = |n: i64| {
+            let conn = store.begin_write().unwrap();
+            conn.execute(
+                "INSERT INTO recent_body_hashes (hash8, body)
+                 WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < ?1)
+                 SELECT -i, -i FROM n",
+                [n],
+            )
+            .unwrap();
+            settle(&conn).unwrap();
+            conn.execute_batch("COMMIT").unwrap();
+        };
+        fill(RECENT_HASHES - 2);
+        assert_eq!(count("recent_body_hashes"), RECENT_HASHES - 1);
+        // At the bound they move, all of them.
+        import(&store, &[("a", Some(one))]);
+        assert_eq!(
+            (count("recent_body_hashes"), count("body_hashes")),
+            (0, RECENT_HASHES)
+        );
+        // `one`, kept again, is found in `body_hashes`: not stored twice.
+        import(&store, &[("a", Some(three))]);
+        let r = store.reader().unwrap();
+        assert_eq!(r.history_stats().unwrap().bodies, 2);
+        for (number, expected) in [(1, one), (2, two), (3, one), (4, three)] {
+            let read = r.version(&key, number).unwrap().unwrap();
+            assert_eq!(read.body, expected.as_bytes(), "version {number}");
+        }
     }
 
     #[test]

@@ -201,6 +201,7 @@ impl ImportTx {
         if let Some(index) = &self.index {
             search::commit(&self.conn, index)?;
         }
+        history::settle(&self.conn)?;
         if changed {
             self.conn
                 .prepare_cached("UPDATE project SET seq = ?1")?

@@ -101,7 +101,7 @@ pub(in crate::store) const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         sql: include_str!("../../../migrations/sqlite/0012_version_bodies_by_rowid.sql"),
-        then: Some(history::fill_previous_bodies),
+        then: Some(history::fill_0012),
     },
 ];
 

@@ -398,9 +398,9 @@ pub fn history_check(db: &Path) -> String {
             ),
             (
                 "stored bodies that the hash index lacks",
-                "SELECT count(*) FROM bodies b WHERE NOT EXISTS (
-                     SELECT 1 FROM body_hashes h WHERE body_hashes MATCH
-                         '\"' || lower(hex(substr(b.hash, 1, 8))) || '\"' AND h.rowid = b.rowid)",
+                "SELECT count(*) FROM bodies b
+                 WHERE NOT EXISTS (SELECT 1 FROM body_hashes h WHERE h.body = b.rowid)
+                   AND NOT EXISTS (SELECT 1 FROM recent_body_hashes h WHERE h.body = b.rowid)",
             ),
         ],
         Db::Postgres(_) => &[],
