@@ -240,12 +240,6 @@ pub(super) fn settle(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
-/// Keeps the bytes of `old`, a stored document about to be overwritten or
-/// deleted: the `bodies` row that holds them.
-fn archive(conn: &Connection, old: &StoredDoc) -> Result<i64> {
-    keep_body(conn, &old.hash, &old.body)
-}
-
 /// Records `doc` as a new version of its document (new, or its bytes
 /// changed), before the document row is written: the bytes of `old`, the
 /// stored document it replaces, are kept first.
@@ -259,7 +253,7 @@ pub(super) fn record_put(
     let (previous, previous_body) = match old {
         // The same bytes again (metadata only): not a new version.
         Some(old) if old.hash == hash => return Ok(()),
-        Some(old) => (Some(old.seq), Some(archive(conn, old)?)),
+        Some(old) => (Some(old.seq), Some(keep_body(conn, &old.hash, &old.body)?)),
         // A document that has no row may have versions: it was removed
         // before, and its newest is a removal, without bytes.
         None => (take_removal(conn, key)?, None),
@@ -286,7 +280,7 @@ pub(super) fn record_remove(
     old: &StoredDoc,
     seq: i64,
 ) -> Result<()> {
-    let previous_body = archive(conn, old)?;
+    let previous_body = keep_body(conn, &old.hash, &old.body)?;
     append(
         conn,
         key,
@@ -367,21 +361,23 @@ const CHAIN: &str = "WITH RECURSIVE
 /// table `chain`: from the newest, a jump to the row `earlier` names for
 /// it, or, when it is further back than that, to the oldest `earlier`
 /// names, and so on. The jumps never pass `?3`: the chain holds it if it
-/// exists, and no version older than it.
+/// exists, and no version older than it. The newest row carries its
+/// document's rowid (`doc`; NULL for a removal and for the others).
 const JUMP: &str = "WITH RECURSIVE
     head(seq, live, doc) AS (
         SELECT seq, 1, rowid FROM documents WHERE prefix = ?1 AND id = ?2
         UNION ALL
         SELECT seq, 0, NULL FROM removed WHERE prefix = ?1 AND id = ?2
     ),
-    chain(seq, version, earlier, previous, previous_body, hash, size, title, is_text, current)
+    chain(seq, version, earlier, previous, previous_body, hash, size, title, is_text, current,
+          doc)
     AS (
         SELECT v.seq, v.version, v.earlier, v.previous, v.previous_body, v.hash, v.size,
-               v.title, v.is_text, h.live
+               v.title, v.is_text, h.live, h.doc
         FROM head h JOIN versions v ON v.seq = h.seq AND v.prefix = ?1 AND v.id = ?2
         UNION ALL
         SELECT v.seq, v.version, v.earlier, v.previous, v.previous_body, v.hash, v.size,
-               v.title, v.is_text, 0
+               v.title, v.is_text, 0, NULL
         FROM chain c JOIN versions v
             ON v.seq = c.earlier ->> ('$[' || (min(c.version - ?3, json_array_length(c.earlier)) - 1) || ']')
             AND v.prefix = ?1 AND v.id = ?2
@@ -447,8 +443,7 @@ impl Reader {
                      ON v.seq = c.previous AND v.prefix = ?1 AND v.id = ?2
                  WHERE c.version = ?3
                  UNION ALL
-                 SELECT {VERSION_COLUMNS}, h.doc FROM chain c, head h
-                 WHERE c.version = ?3 - 1"
+                 SELECT {VERSION_COLUMNS}, c.doc FROM chain c WHERE c.version = ?3 - 1"
             );
             let found = self
                 .conn
