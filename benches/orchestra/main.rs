@@ -427,6 +427,7 @@ fn bench_size(
             &backlog,
             n,
             opts.seed,
+            opts.keep,
         )?)
     } else {
         None
