@@ -51,6 +51,8 @@ SQLITE_ONLY=(
   history_cli::a_history_written_before_versions_were_chained
   # ... and one whose past versions predate SQLite's migration 0012
   history_cli::a_history_written_before_versions_named_their_bodies
+  # ... and one whose rows predate SQLite's migration 0013
+  history_cli::a_history_written_before_versions_named_earlier_bodies
   # SIGKILL of an import into a SQLite file and its WAL (PostgreSQL's: postgres::)
   faults::sigkill_at_random_moments
   # a write past ulimit -f into a SQLite file

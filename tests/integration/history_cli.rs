@@ -796,6 +796,8 @@ fn prune_removes_what_every_rule_lets_go() {
         json!({"dry_run": false, "versions": 1, "bodies": 1, "stored_bytes": a1})
     );
     assert_eq!(numbers(&p), [vec![3, 2], vec![2, 1], vec![2, 1], vec![1]]);
+    // The rows left are linked again, bytes included.
+    assert_eq!(crate::support::pruned_history_check(&p.db()), "ok");
     check(
         &p,
         &["show", "notes/a", "--version", "1"],
@@ -867,6 +869,7 @@ fn prune_removes_what_every_rule_lets_go() {
     p.file("notes/a.md", A2);
     p.import(&[]).assert_success();
     assert_eq!(numbers(&p)[0], [4, 3]);
+    assert_eq!(crate::support::pruned_history_check(&p.db()), "ok");
     let out = cmd(&p, &["diff", "notes/a"]).run_raw();
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
@@ -975,6 +978,7 @@ fn as_before_0011(p: &Project) {
 /// no `previous_body`, schema version 11; and, as its prune left them, no
 /// stored bodies that are the current bytes of their document.
 fn as_before_0012(p: &Project) {
+    as_before_0013(p);
     let conn = rusqlite::Connection::open(p.db()).unwrap();
     conn.execute_batch(
         "BEGIN;
@@ -987,6 +991,38 @@ fn as_before_0012(p: &Project) {
          COMMIT;",
     )
     .unwrap();
+}
+
+/// Turns the history of `p`'s database back into what orchestra wrote
+/// before migration 0013: a version names the bytes of the one before it
+/// only, schema version 12.
+fn as_before_0013(p: &Project) {
+    let conn = rusqlite::Connection::open(p.db()).unwrap();
+    conn.execute_batch(
+        "BEGIN;
+         ALTER TABLE versions DROP COLUMN earlier_bodies;
+         PRAGMA user_version = 12;
+         COMMIT;",
+    )
+    .unwrap();
+}
+
+/// Every version of the project of [`project`] that has bytes, and them.
+const EVERY_VERSION: [(&str, &str, &[u8]); 7] = [
+    ("notes/a", "1", A1),
+    ("notes/a", "2", A2),
+    ("notes/a", "3", A1),
+    ("features/F-1", "1", F1),
+    ("notes/bin", "1", BIN1),
+    ("notes/bin", "2", BIN2),
+    ("docs/guide", "1", GUIDE),
+];
+
+fn read_every_version(p: &Project) {
+    for (key, version, expected) in EVERY_VERSION {
+        let args = ["show", key, "--version", version];
+        assert_eq!(cmd(p, &args).run_raw().stdout, expected, "{args:?}");
+    }
 }
 
 #[test]
@@ -1045,26 +1081,44 @@ fn a_history_written_before_versions_named_their_bodies_reads_the_same_after_the
     );
     assert_eq!(crate::support::history_check(&p.db()), "ok");
     assert_eq!(logs(&p), before);
-    let every_version = [
-        ("notes/a", "1", A1),
-        ("notes/a", "2", A2),
-        ("notes/a", "3", A1),
-        ("features/F-1", "1", F1),
-        ("notes/bin", "1", BIN1),
-        ("notes/bin", "2", BIN2),
-        ("docs/guide", "1", GUIDE),
-    ];
-    let read_all = || {
-        for (key, version, expected) in every_version {
-            let args = ["show", key, "--version", version];
-            assert_eq!(cmd(&p, &args).run_raw().stdout, expected, "{args:?}");
-        }
-    };
-    read_all();
+    read_every_version(&p);
     // notes/a changes again: A1 leaves the document, and version 1 and 3
     // still read it.
     p.file("notes/a.md", GUIDE);
     p.import(&[]).assert_success();
-    read_all();
+    read_every_version(&p);
+    assert_eq!(crate::support::history_check(&p.db()), "ok");
+}
+
+#[test]
+fn a_history_written_before_versions_named_earlier_bodies_reads_the_same_after_the_upgrade() {
+    let p = project();
+    let before = logs(&p);
+    as_before_0013(&p);
+    let db = || Db::open(&p.db());
+    assert_eq!(db().int("PRAGMA user_version", &[]), 12);
+    p.import(&[]).assert_success();
+    assert_eq!(
+        db().int("PRAGMA user_version", &[]) as usize,
+        crate::cli::migrations()
+    );
+    // The upgrade names the bytes of every version a row's `earlier` names.
+    assert_eq!(crate::support::history_check(&p.db()), "ok");
+    assert_eq!(
+        db().int(
+            "SELECT count(*) FROM versions WHERE json_array_length(earlier_bodies) > 0",
+            &[]
+        ),
+        db().int(
+            "SELECT count(*) FROM versions WHERE json_array_length(earlier) > 0",
+            &[]
+        )
+    );
+    assert_eq!(logs(&p), before);
+    read_every_version(&p);
+    // Rows written after the upgrade go on from the filled ones.
+    p.file("notes/a.md", GUIDE);
+    p.import(&[]).assert_success();
+    read_every_version(&p);
     assert_eq!(crate::support::history_check(&p.db()), "ok");
 }

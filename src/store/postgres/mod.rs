@@ -97,6 +97,10 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/postgres/0012_version_bodies_by_rowid.sql"),
         then: None,
     },
+    Migration {
+        sql: include_str!("../../../migrations/postgres/0013_earlier_bodies.sql"),
+        then: None,
+    },
 ];
 
 /// The advisory lock under which a server migrates: others wait, then

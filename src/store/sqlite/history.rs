@@ -6,15 +6,16 @@
 //! appends its versions together; a document's versions are a chain from
 //! its newest, which is under `documents.seq` (a removed document's, in
 //! `removed`), each naming the sequence of the one before it (listings walk
-//! those) and of up to 16 before it (a version read jumps: two seeks). The
+//! those) and of up to 16 before it, with the `bodies` rows of their bytes
+//! (migration 0013: a version read jumps, two seeks of `versions`). The
 //! current version's bytes live in `documents.body` as always, so reads of
 //! the current document cost what they cost without history; when an import
 //! replaces or removes a document, its old bytes move to `bodies` (unless
 //! the same bytes are there already: found through `recent_body_hashes`
 //! and `body_hashes`), before they are overwritten, and the new version's row
 //! names that `bodies` row (`previous_body`, migration 0012). A version's
-//! bytes are therefore in `documents` (its hash is the current one's) or in
-//! the `bodies` row that the next version names.
+//! bytes are therefore in `documents` (the current version) or in the
+//! `bodies` row that the versions after it name.
 
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -97,20 +98,34 @@ fn key_args(key: &DocKey) -> (&'static str, &str) {
 /// back takes a seek per this many versions.
 const EARLIER: usize = 16;
 
-/// The number of the version of `key` made by import `seq`, and the
-/// sequences of the versions before it that its row names.
-fn version_at(conn: &Connection, key: &DocKey, seq: i64) -> Result<(i64, Vec<i64>)> {
+/// The version of `key` made by import `seq` as its successor needs it: its
+/// number, the sequences of the versions before it that its row names, and
+/// the `bodies` rows of their bytes (`None` for a removal), in the same order.
+struct Predecessor {
+    number: i64,
+    earlier: Vec<i64>,
+    earlier_bodies: Vec<Option<i64>>,
+}
+
+fn version_at(conn: &Connection, key: &DocKey, seq: i64) -> Result<Predecessor> {
     let (prefix, id) = key_args(key);
-    let (number, earlier): (i64, String) = conn
+    let (number, earlier, earlier_bodies): (i64, String, String) = conn
         .prepare_cached(
-            "SELECT version, earlier FROM versions WHERE seq = ?1 AND prefix = ?2 AND id = ?3",
+            "SELECT version, earlier, earlier_bodies FROM versions
+             WHERE seq = ?1 AND prefix = ?2 AND id = ?3",
         )?
-        .query_row(params![seq, prefix, id], |r| Ok((r.get(0)?, r.get(1)?)))
+        .query_row(params![seq, prefix, id], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+        })
         .optional()?
         .with_context(|| format!("the history of {key} lacks its newest version (import {seq})"))?;
-    let earlier = serde_json::from_str(&earlier)
-        .with_context(|| format!("the history of {key}: version {number} names {earlier:?}"))?;
-    Ok((number, earlier))
+    let named =
+        || format!("the history of {key}: version {number} names {earlier:?}, {earlier_bodies:?}");
+    Ok(Predecessor {
+        number,
+        earlier: serde_json::from_str(&earlier).with_context(named)?,
+        earlier_bodies: serde_json::from_str(&earlier_bodies).with_context(named)?,
+    })
 }
 
 /// The removal that ends the history of `key`, a document coming back, if
@@ -144,23 +159,27 @@ fn append(
     title: &str,
     is_text: bool,
 ) -> Result<()> {
-    let (number, earlier) = match previous {
+    let (number, earlier, earlier_bodies) = match previous {
         Some(previous) => {
-            let (number, before) = version_at(conn, key, previous)?;
+            let before = version_at(conn, key, previous)?;
             let earlier: Vec<i64> = std::iter::once(previous)
-                .chain(before)
+                .chain(before.earlier)
                 .take(EARLIER)
                 .collect();
-            (number + 1, earlier)
+            let earlier_bodies: Vec<Option<i64>> = std::iter::once(previous_body)
+                .chain(before.earlier_bodies)
+                .take(EARLIER)
+                .collect();
+            (before.number + 1, earlier, earlier_bodies)
         }
-        None => (1, Vec::new()),
+        None => (1, Vec::new(), Vec::new()),
     };
     let (prefix, id) = key_args(key);
     conn.prepare_cached(
         "INSERT INTO versions
             (seq, prefix, id, version, previous, earlier, hash, size, title, is_text,
-             previous_body)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+             previous_body, earlier_bodies)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
     )?
     .execute(params![
         seq,
@@ -173,7 +192,8 @@ fn append(
         size as i64,
         title,
         is_text,
-        previous_body
+        previous_body,
+        serde_json::to_string(&earlier_bodies)?
     ])?;
     Ok(())
 }
@@ -362,22 +382,24 @@ const CHAIN: &str = "WITH RECURSIVE
 /// it, or, when it is further back than that, to the oldest `earlier`
 /// names, and so on. The jumps never pass `?3`: the chain holds it if it
 /// exists, and no version older than it. The newest row carries its
-/// document's rowid (`doc`; NULL for a removal and for the others).
+/// document's rowid (`doc`; NULL for a removal and for the others), each
+/// row jumped to the `bodies` row of its bytes that the row it was reached
+/// from names (`body`, from `earlier_bodies`).
 const JUMP: &str = "WITH RECURSIVE
     head(seq, live, doc) AS (
         SELECT seq, 1, rowid FROM documents WHERE prefix = ?1 AND id = ?2
         UNION ALL
         SELECT seq, 0, NULL FROM removed WHERE prefix = ?1 AND id = ?2
     ),
-    chain(seq, version, earlier, previous, previous_body, hash, size, title, is_text, current,
-          doc)
+    chain(seq, version, earlier, earlier_bodies, hash, size, title, is_text, current, doc, body)
     AS (
-        SELECT v.seq, v.version, v.earlier, v.previous, v.previous_body, v.hash, v.size,
-               v.title, v.is_text, h.live, h.doc
+        SELECT v.seq, v.version, v.earlier, v.earlier_bodies, v.hash, v.size, v.title,
+               v.is_text, h.live, h.doc, NULL
         FROM head h JOIN versions v ON v.seq = h.seq AND v.prefix = ?1 AND v.id = ?2
         UNION ALL
-        SELECT v.seq, v.version, v.earlier, v.previous, v.previous_body, v.hash, v.size,
-               v.title, v.is_text, 0, NULL
+        SELECT v.seq, v.version, v.earlier, v.earlier_bodies, v.hash, v.size, v.title,
+               v.is_text, 0, NULL,
+               c.earlier_bodies ->> ('$[' || (min(c.version - ?3, json_array_length(c.earlier)) - 1) || ']')
         FROM chain c JOIN versions v
             ON v.seq = c.earlier ->> ('$[' || (min(c.version - ?3, json_array_length(c.earlier)) - 1) || ']')
             AND v.prefix = ?1 AND v.id = ?2
@@ -430,38 +452,31 @@ impl Reader {
         }
         self.in_transaction(|| {
             let (prefix, id) = key_args(key);
-            // The chain to the version after the one asked for, whose row
-            // names the one asked for and the `bodies` row of its bytes; or,
-            // when the one asked for is the newest, that one alone, and the
-            // document's rowid (the chain holds nothing else then).
+            // The chain to the version asked for: the newest row, then (for
+            // a past version) one jump to it, which names its bytes as well.
             let sql = format!(
-                "{JUMP}
-                 SELECT v.version, v.hash, v.size, v.title, v.is_text, v.seq,
-                        (SELECT committed_ms FROM imports i WHERE i.seq = v.seq), 0,
-                        c.previous_body
-                 FROM chain c JOIN versions v
-                     ON v.seq = c.previous AND v.prefix = ?1 AND v.id = ?2
-                 WHERE c.version = ?3
-                 UNION ALL
-                 SELECT {VERSION_COLUMNS}, c.doc FROM chain c WHERE c.version = ?3 - 1"
+                "{JUMP} SELECT {VERSION_COLUMNS}, c.doc, c.body FROM chain c WHERE c.version = ?3"
             );
             let found = self
                 .conn
                 .prepare_cached(&sql)?
-                .query_row(params![prefix, id, i64::from(number) + 1], |r| {
-                    let bytes_at: Option<i64> = r.get(8)?;
-                    Ok((version_from_row(key, r)?, bytes_at))
+                .query_row(params![prefix, id, i64::from(number)], |r| {
+                    Ok((
+                        version_from_row(key, r)?,
+                        r.get::<_, Option<i64>>(8)?,
+                        r.get(9)?,
+                    ))
                 })
                 .optional()?;
-            // A `bodies` rowid for a past version, a `documents` one for
-            // the current one.
-            let Some((version, bytes_at)) = found else {
+            let Some((version, doc, bytes_at)) = found else {
                 return Ok(None);
             };
             let Some(hash) = version.hash else {
                 return Ok(None);
             };
-            let body = match (version.current, bytes_at) {
+            // A `documents` rowid for the current version, a `bodies` one
+            // for a past one.
+            let body = match (version.current, doc) {
                 (true, Some(doc)) => self
                     .conn
                     .prepare_cached("SELECT body FROM documents WHERE rowid = ?1")?
@@ -473,7 +488,7 @@ impl Reader {
     }
 
     /// The bytes of `version`, a past version of `key`, from the `bodies`
-    /// row that the version after it names.
+    /// row that the versions after it name.
     fn past_body(
         &self,
         key: &DocKey,
@@ -640,12 +655,16 @@ fn prune_in_transaction(conn: &Connection, rules: &PruneRules) -> Result<PruneRe
          DELETE FROM versions WHERE (seq, prefix, id) IN
              (SELECT seq, prefix, id FROM temp.prune_doomed);
          UPDATE versions SET previous = relinked.previous, earlier = relinked.earlier,
-                             previous_body = relinked.previous_body
+                             previous_body = relinked.previous_body,
+                             earlier_bodies = relinked.earlier_bodies
          FROM (SELECT v.seq, v.prefix, v.id,
                       lead(v.seq) OVER newest_first AS previous,
                       coalesce(json_group_array(v.seq) OVER (newest_first ROWS BETWEEN 1 FOLLOWING
                                                              AND 16 FOLLOWING), '[]') AS earlier,
-                      lead(o.body) OVER newest_first AS previous_body
+                      lead(o.body) OVER newest_first AS previous_body,
+                      coalesce(json_group_array(o.body) OVER (newest_first ROWS BETWEEN 1 FOLLOWING
+                                                              AND 16 FOLLOWING), '[]')
+                          AS earlier_bodies
                FROM versions v JOIN temp.prune_own o
                    ON o.seq = v.seq AND o.prefix = v.prefix AND o.id = v.id
                WINDOW newest_first AS (PARTITION BY v.prefix, v.id ORDER BY v.version DESC))
@@ -654,7 +673,8 @@ fn prune_in_transaction(conn: &Connection, rules: &PruneRules) -> Result<PruneRe
            AND versions.id = relinked.id
            AND (versions.previous IS NOT relinked.previous
                 OR versions.earlier IS NOT relinked.earlier
-                OR versions.previous_body IS NOT relinked.previous_body);
+                OR versions.previous_body IS NOT relinked.previous_body
+                OR versions.earlier_bodies IS NOT relinked.earlier_bodies);
          DELETE FROM temp.prune_doomed;
          DELETE FROM temp.prune_own;",
     )?;

@@ -103,6 +103,10 @@ pub(in crate::store) const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/sqlite/0012_version_bodies_by_rowid.sql"),
         then: Some(history::fill_0012),
     },
+    Migration {
+        sql: include_str!("../../../migrations/sqlite/0013_earlier_bodies.sql"),
+        then: None,
+    },
 ];
 
 const PAGE_SIZE: u32 = 16 * 1024;

@@ -321,7 +321,44 @@ pub fn wal_len(db: &Path) -> u64 {
 /// version with bytes finds them, in `documents` (the current ones) or
 /// in `bodies`. "ok" when all hold.
 pub fn history_check(db: &Path) -> String {
+    checked_history(db, false)
+}
+
+/// [`history_check`] after a prune, which takes each document's oldest
+/// versions: numbers are dense from each document's oldest kept version.
+pub fn pruned_history_check(db: &Path) -> String {
+    checked_history(db, true)
+}
+
+fn checked_history(db: &Path, pruned: bool) -> String {
     let mut conn = Db::writable(db);
+    // The number of `v`'s document's oldest version, and what dense
+    // numbers are, for the group of a document's versions.
+    let (first, dense) = if pruned {
+        (
+            "(SELECT min(o.version) FROM versions o WHERE o.prefix = v.prefix AND o.id = v.id)",
+            "max(version) - min(version) + 1 <> count(*)",
+        )
+    } else {
+        ("1", "min(version) <> 1 OR max(version) <> count(*)")
+    };
+    let numbers = format!(
+        "SELECT count(*) FROM (SELECT prefix, id FROM versions GROUP BY prefix, id
+                               HAVING {dense}) AS bad"
+    );
+    let earlier = format!(
+        "SELECT count(*) FROM versions v
+         WHERE v.earlier ->> 0 IS NOT v.previous
+            OR json_array_length(v.earlier) > 16
+            OR json_array_length(v.earlier) < min(v.version - {first}, 16)"
+    );
+    let previous = format!(
+        "SELECT count(*) FROM versions v
+         WHERE (v.previous IS NULL) <> (v.version = {first})
+            OR (v.previous IS NOT NULL AND NOT EXISTS (
+                    SELECT 1 FROM versions p WHERE p.seq = v.previous
+                    AND p.prefix = v.prefix AND p.id = v.id AND p.version = v.version - 1))"
+    );
     let checks = [
         (
             "documents whose newest version is not their bytes",
@@ -334,9 +371,8 @@ pub fn history_check(db: &Path) -> String {
              WHERE v.hash IS DISTINCT FROM d.hash",
         ),
         (
-            "documents whose version numbers are not 1..n",
-            "SELECT count(*) FROM (SELECT prefix, id FROM versions GROUP BY prefix, id
-                                   HAVING min(version) <> 1 OR max(version) <> count(*)) AS bad",
+            "documents whose version numbers are not dense",
+            numbers.as_str(),
         ),
         (
             "versions whose bytes are nowhere",
@@ -372,18 +408,11 @@ pub fn history_check(db: &Path) -> String {
             (
                 // `->> 0`, not a path: `Db` turns `$` into `?`.
                 "versions whose earlier do not begin with their previous, or name more than 16",
-                "SELECT count(*) FROM versions v
-                 WHERE v.earlier ->> 0 IS NOT v.previous
-                    OR json_array_length(v.earlier) > 16
-                    OR json_array_length(v.earlier) < min(v.version - 1, 16)",
+                earlier.as_str(),
             ),
             (
                 "versions whose previous is not the version before them",
-                "SELECT count(*) FROM versions v
-                 WHERE (v.previous IS NULL) <> (v.version = 1)
-                    OR (v.previous IS NOT NULL AND NOT EXISTS (
-                            SELECT 1 FROM versions p WHERE p.seq = v.previous
-                            AND p.prefix = v.prefix AND p.id = v.id AND p.version = v.version - 1))",
+                previous.as_str(),
             ),
             (
                 // Migration 0012: a version names the `bodies` row of the
@@ -395,6 +424,20 @@ pub fn history_check(db: &Path) -> String {
                     OR (p.hash IS NOT NULL AND NOT EXISTS (
                             SELECT 1 FROM bodies b WHERE b.rowid = v.previous_body
                             AND b.hash = p.hash))",
+            ),
+            (
+                // Migration 0013: and of the versions its `earlier` names.
+                "versions whose earlier_bodies do not name the stored bytes of those earlier names",
+                "SELECT count(*) FROM versions v
+                 WHERE json_array_length(v.earlier_bodies) <> json_array_length(v.earlier)
+                    OR v.earlier_bodies ->> 0 IS NOT v.previous_body
+                    OR EXISTS (
+                        SELECT 1 FROM json_each(v.earlier) e
+                        JOIN versions p ON p.seq = e.value AND p.prefix = v.prefix AND p.id = v.id
+                        WHERE (p.hash IS NULL) <> (v.earlier_bodies ->> e.key IS NULL)
+                           OR (p.hash IS NOT NULL AND NOT EXISTS (
+                                   SELECT 1 FROM bodies b WHERE b.rowid = v.earlier_bodies ->> e.key
+                                   AND b.hash = p.hash)))",
             ),
             (
                 "stored bodies that the hash index lacks",

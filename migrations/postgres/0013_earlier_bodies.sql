@@ -1,0 +1,5 @@
+-- SQLite's 0013 lets each version row name the `bodies` rows of the
+-- versions before it, so that a version read takes two rows of `versions`
+-- rather than three. PostgreSQL finds a past version's bytes through its
+-- index on `bodies.hash`; nothing changes here. (The numbers and names of
+-- the migrations are the same on both backends.)
