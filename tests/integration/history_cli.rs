@@ -1097,7 +1097,15 @@ fn a_history_written_before_versions_named_earlier_bodies_reads_the_same_after_t
     as_before_0013(&p);
     let db = || Db::open(&p.db());
     assert_eq!(db().int("PRAGMA user_version", &[]), 12);
-    p.import(&[]).assert_success();
+    let out = p.import(&[]);
+    out.assert_success();
+    assert!(
+        out.stderr.contains(&format!(
+            "upgrading the database from schema 12 to {} (3 documents)",
+            crate::cli::migrations()
+        )),
+        "{out:?}"
+    );
     assert_eq!(
         db().int("PRAGMA user_version", &[]) as usize,
         crate::cli::migrations()

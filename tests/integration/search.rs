@@ -229,8 +229,10 @@ fn a_database_from_before_search_is_indexed_on_the_next_serve_or_import() {
         };
         out.assert_success();
         assert!(
-            out.stderr
-                .contains("upgrading the database: indexing 50 documents for search"),
+            out.stderr.contains(&format!(
+                "upgrading the database from schema 3 to {} (50 documents)",
+                crate::cli::migrations()
+            )),
             "{command}: {out:?}"
         );
         assert_eq!(search_check(&p.db()), "ok");

@@ -368,27 +368,28 @@ fn migrate(conn: &mut Connection) -> Result<()> {
         0 => 0,
         _ => tx.query_row("SELECT count(*) FROM documents", [], |r| r.get(0))?,
     };
+    // An upgrade of a database that holds documents can take a while (a
+    // minute or more at a million versions): the user is told why, on
+    // stderr (`serve` may be the one migrating).
+    let started = std::time::Instant::now();
+    let told = version > 0 && documents > 0;
+    if told {
+        eprintln!(
+            "orchestra: upgrading the database from schema {version} to {} ({documents} documents)…",
+            MIGRATIONS.len()
+        );
+    }
     for migration in &MIGRATIONS[version..] {
         tx.execute_batch(migration.sql)?;
-        let Some(step) = migration.then else {
-            continue;
-        };
-        // Steps fill new structures from the stored documents: with many,
-        // that takes a while, and the user is told why (stderr: `serve`
-        // may be the one migrating).
-        let started = std::time::Instant::now();
-        if documents > 0 {
-            eprintln!(
-                "orchestra: upgrading the database: indexing {documents} documents for search…"
-            );
+        if let Some(step) = migration.then {
+            step(&tx)?;
         }
-        step(&tx)?;
-        if documents > 0 {
-            eprintln!(
-                "orchestra: indexed {documents} documents in {:.1} s",
-                started.elapsed().as_secs_f64()
-            );
-        }
+    }
+    if told {
+        eprintln!(
+            "orchestra: upgraded the database in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
     }
     tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64)?;
     tx.commit()?;
