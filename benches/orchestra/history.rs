@@ -151,9 +151,9 @@ pub fn measure(
     let (mut version_read_us, mut version_first_us) = (Vec::new(), Vec::new());
     // Alternated, so that a noisy moment costs both alike. The version
     // reads are sampled as the current reads are, three passes over the
-    // same picks: on these machines a file page idle for about a minute is
-    // paged out (DAMON), so the first read of each past version is mostly
-    // reads from the disk (the first pass's figure says how many).
+    // same picks; on these machines a file page idle for about a minute may
+    // be paged out (DAMON), and the first pass's figure shows what first
+    // reads cost.
     for pass in 0..3 {
         listing_with_s.push(with.full_listing()?.0.as_secs_f64());
         listing_without_s.push(without.full_listing()?.0.as_secs_f64());
