@@ -385,14 +385,14 @@ fn migrate(conn: &mut Connection) -> Result<()> {
             step(&tx)?;
         }
     }
+    tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64)?;
+    tx.commit()?;
     if told {
         eprintln!(
             "orchestra: upgraded the database in {:.1} s",
             started.elapsed().as_secs_f64()
         );
     }
-    tx.pragma_update(None, "user_version", MIGRATIONS.len() as i64)?;
-    tx.commit()?;
     Ok(())
 }
 
