@@ -53,6 +53,8 @@ SQLITE_ONLY=(
   history_cli::a_history_written_before_versions_named_their_bodies
   # ... and one whose rows predate SQLite's migration 0013
   history_cli::a_history_written_before_versions_named_earlier_bodies
+  # ... and one whose document rows predate SQLite's migration 0014
+  history_cli::a_history_written_before_documents_held_their_newest_version
   # SIGKILL of an import into a SQLite file and its WAL (PostgreSQL's: postgres::)
   faults::sigkill_at_random_moments
   # a write past ulimit -f into a SQLite file

@@ -217,22 +217,18 @@ fn read_version(
     stateless: bool,
 ) -> Result<Handled, RpcError> {
     let found = match ctx.store() {
-        Some(store) => store.reader()?.version(key, number)?,
+        Some(store) => store.reader()?.version_bytes(key, number)?,
         None => None,
     };
     let Some(found) = found else {
         return Err(RpcError::not_found(asked, stateless));
     };
-    if found.version.size > MAX_READ_BYTES {
-        return Err(RpcError::too_large(
-            asked,
-            found.version.size,
-            MAX_READ_BYTES,
-        ));
+    if found.size > MAX_READ_BYTES {
+        return Err(RpcError::too_large(asked, found.size, MAX_READ_BYTES));
     }
     read_result(
         uri::format_versioned(key, number),
-        found.version.is_text,
+        found.is_text,
         found.body,
     )
 }

@@ -8,7 +8,7 @@ use super::postgres::{PgChangeWatcher, PgImportTx, PgReader, PgStore, PgTarget};
 use super::sqlite;
 use super::{
     ChangeBatch, DocMeta, DocSummary, Fetched, HistoryStats, NewDocument, PruneReport, PruneRules,
-    SearchPage, StoreStats, StoredStats, Version, VersionBody,
+    SearchPage, StoreStats, StoredStats, Version, VersionBody, VersionBytes,
 };
 use crate::cursor::SearchResume;
 use crate::doc::{ChangeKind, DocKey, Prefix};
@@ -239,6 +239,12 @@ impl Reader {
 
     pub fn version(&self, key: &DocKey, number: u32) -> Result<Option<VersionBody>> {
         either!(self, reader => reader.version(key, number))
+    }
+
+    /// Version `number`'s bytes, for a read of them: [`Reader::version`]
+    /// without what else it records, which SQLite finds with fewer seeks.
+    pub fn version_bytes(&self, key: &DocKey, number: u32) -> Result<Option<VersionBytes>> {
+        either!(self, reader => reader.version_bytes(key, number))
     }
 
     pub fn complete_versions(

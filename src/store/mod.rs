@@ -14,7 +14,7 @@ use crate::doc::{ChangeKind, DocKey};
 pub use dispatch::{Access, ChangeWatcher, ImportTx, Location, Reader, Store};
 pub use sqlite::{
     ChangeBatch, DocMeta, HistoryStats, Hit, PrefixStats, PruneReport, PruneRules, SNIPPET_CHARS,
-    SearchPage, StoreStats, Version, VersionBody,
+    SearchPage, StoreStats, Version, VersionBody, VersionBytes,
 };
 pub use stored_stats::StoredStats;
 

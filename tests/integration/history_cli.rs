@@ -949,6 +949,7 @@ fn off_a_terminal_history_commands_are_plain() {
 /// before migration 0011: `versions` keyed by document, made by migration
 /// 0006's own statement, no `removed`, schema version 10.
 fn as_before_0011(p: &Project) {
+    as_before_0014(p);
     let migration = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/sqlite/0006_history.sql"),
     )
@@ -997,11 +998,27 @@ fn as_before_0012(p: &Project) {
 /// before migration 0013: a version names the bytes of the one before it
 /// only, schema version 12.
 fn as_before_0013(p: &Project) {
+    as_before_0014(p);
     let conn = rusqlite::Connection::open(p.db()).unwrap();
     conn.execute_batch(
         "BEGIN;
          ALTER TABLE versions DROP COLUMN earlier_bodies;
          PRAGMA user_version = 12;
+         COMMIT;",
+    )
+    .unwrap();
+}
+
+/// Turns the history of `p`'s database back into what orchestra wrote
+/// before migration 0014: a document's row does not hold its newest
+/// version, schema version 13.
+fn as_before_0014(p: &Project) {
+    let conn = rusqlite::Connection::open(p.db()).unwrap();
+    conn.execute_batch(
+        "BEGIN;
+         ALTER TABLE documents DROP COLUMN version;
+         ALTER TABLE documents DROP COLUMN earlier_bodies;
+         PRAGMA user_version = 13;
          COMMIT;",
     )
     .unwrap();
@@ -1112,4 +1129,14 @@ fn a_history_written_before_versions_named_earlier_bodies_reads_the_same_after_t
     // The history check in it verifies the `earlier_bodies` the upgrade
     // filled: one per version a row's `earlier` names, and the right one.
     upgrades_and_reads_the_same(&p, 12, &before);
+}
+
+#[test]
+fn a_history_written_before_documents_held_their_newest_version_reads_the_same_after_the_upgrade() {
+    let p = project();
+    let before = logs(&p);
+    as_before_0014(&p);
+    // The history check in it verifies what the upgrade filled in each
+    // document's row: its newest version's number and `earlier_bodies`.
+    upgrades_and_reads_the_same(&p, 13, &before);
 }

@@ -13,7 +13,7 @@ use super::import_tx::IMPORT_LOCK;
 use super::{PgReader, PgStore};
 use crate::doc::DocKey;
 use crate::store::bodies::decompress;
-use crate::store::{HistoryStats, PruneReport, PruneRules, Version, VersionBody};
+use crate::store::{HistoryStats, PruneReport, PruneRules, Version, VersionBody, VersionBytes};
 
 /// The columns [`version_from_row`] reads, of `versions v` left-joined
 /// with `imports i`.
@@ -58,6 +58,12 @@ impl PgReader {
 
     /// Version `number` of `key` and its bytes; `None` when there is no such
     /// version or it is a removal (nothing to read).
+    /// Version `number`'s bytes: [`PgReader::version`]'s, which finds them
+    /// by key and hash as directly as they can be found here.
+    pub fn version_bytes(&self, key: &DocKey, number: u32) -> Result<Option<VersionBytes>> {
+        Ok(self.version(key, number)?.map(VersionBytes::from))
+    }
+
     pub fn version(&self, key: &DocKey, number: u32) -> Result<Option<VersionBody>> {
         self.in_transaction(|| {
             let mut conn = self.conn.borrow_mut();

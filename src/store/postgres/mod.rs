@@ -101,6 +101,10 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/postgres/0013_earlier_bodies.sql"),
         then: None,
     },
+    Migration {
+        sql: include_str!("../../../migrations/postgres/0014_document_heads.sql"),
+        then: None,
+    },
 ];
 
 /// The advisory lock under which a server migrates: others wait, then

@@ -15,7 +15,10 @@
 //! and `body_hashes`), before they are overwritten, and the new version's row
 //! names that `bodies` row (`previous_body`, migration 0012). A version's
 //! bytes are therefore in `documents` (the current version) or in the
-//! `bodies` row that the versions after it name.
+//! `bodies` row that the versions after it name. The document's row also
+//! holds its newest version's number and `earlier_bodies` (migration
+//! 0014), so a read of only the bytes of a recent version goes from the
+//! document straight to them.
 
 use anyhow::{Context, Result, bail};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -53,6 +56,24 @@ impl Version {
 pub struct VersionBody {
     pub version: Version,
     pub body: Vec<u8>,
+}
+
+/// A version's bytes, with what a read of them needs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VersionBytes {
+    pub size: u64,
+    pub is_text: bool,
+    pub body: Vec<u8>,
+}
+
+impl From<VersionBody> for VersionBytes {
+    fn from(found: VersionBody) -> VersionBytes {
+        VersionBytes {
+            size: found.version.size,
+            is_text: found.version.is_text,
+            body: found.body,
+        }
+    }
 }
 
 /// What the history holds.
@@ -144,9 +165,18 @@ fn take_removal(conn: &Connection, key: &DocKey) -> Result<Option<i64>> {
     Ok(seq)
 }
 
+/// What a document's row holds of its newest version (migration 0014): its
+/// number, and the `bodies` rows of the versions its row names (a JSON
+/// array, as `versions.earlier_bodies`).
+pub(super) struct Head {
+    pub(super) number: i64,
+    pub(super) earlier_bodies: String,
+}
+
 /// Appends a version of `key` under import `seq`, after the one under
 /// `previous` (none for a document never seen before), whose bytes are in
-/// the `bodies` row `previous_body` (none for a removal).
+/// the `bodies` row `previous_body` (none for a removal); returns it as
+/// the document's row holds it.
 #[allow(clippy::too_many_arguments)]
 fn append(
     conn: &Connection,
@@ -158,7 +188,7 @@ fn append(
     size: u64,
     title: &str,
     is_text: bool,
-) -> Result<()> {
+) -> Result<Head> {
     let (number, earlier, earlier_bodies) = match previous {
         Some(previous) => {
             let before = version_at(conn, key, previous)?;
@@ -175,6 +205,7 @@ fn append(
         None => (1, Vec::new(), Vec::new()),
     };
     let (prefix, id) = key_args(key);
+    let earlier_bodies = serde_json::to_string(&earlier_bodies)?;
     conn.prepare_cached(
         "INSERT INTO versions
             (seq, prefix, id, version, previous, earlier, hash, size, title, is_text,
@@ -193,9 +224,12 @@ fn append(
         title,
         is_text,
         previous_body,
-        serde_json::to_string(&earlier_bodies)?
+        earlier_bodies
     ])?;
-    Ok(())
+    Ok(Head {
+        number,
+        earlier_bodies,
+    })
 }
 
 /// The key under which `body_hashes` and `recent_body_hashes` find a
@@ -262,17 +296,18 @@ pub(super) fn settle(conn: &Connection) -> Result<()> {
 
 /// Records `doc` as a new version of its document (new, or its bytes
 /// changed), before the document row is written: the bytes of `old`, the
-/// stored document it replaces, are kept first.
+/// stored document it replaces, are kept first. Returns the new version as
+/// the document's row is to hold it; `None` when the bytes are the same.
 pub(super) fn record_put(
     conn: &Connection,
     doc: &NewDocument,
     old: Option<&StoredDoc>,
     seq: i64,
-) -> Result<()> {
+) -> Result<Option<Head>> {
     let (key, hash) = (&doc.key, &doc.stat.hash);
     let (previous, previous_body) = match old {
         // The same bytes again (metadata only): not a new version.
-        Some(old) if old.hash == hash => return Ok(()),
+        Some(old) if old.hash == hash => return Ok(None),
         Some(old) => (Some(old.seq), Some(keep_body(conn, &old.hash, &old.body)?)),
         // A document that has no row may have versions: it was removed
         // before, and its newest is a removal, without bytes.
@@ -289,6 +324,7 @@ pub(super) fn record_put(
         &doc.title,
         doc.is_text,
     )
+    .map(Some)
 }
 
 /// Records the removal of `key`, whose stored document is `old`, before its
@@ -487,6 +523,80 @@ impl Reader {
         })
     }
 
+    /// The bytes of version `number` of `key`, for a read of them, as
+    /// [`Reader::version`] finds them but without what else it records: the
+    /// current one, or one of the 16 before it, from the document's row
+    /// and the `bodies` row it names (migration 0014), a random page fewer
+    /// than the version's row, and fewer than the chain to it. A removed
+    /// document, a version further back, or a row without these takes the
+    /// chain. Whether the bytes are text is whether they are UTF-8, as the
+    /// import decided it.
+    pub fn version_bytes(&self, key: &DocKey, number: u32) -> Result<Option<VersionBytes>> {
+        if number == 0 {
+            return Ok(None);
+        }
+        let wanted = i64::from(number);
+        self.in_transaction(|| {
+            let (prefix, id) = key_args(key);
+            type Head = (Option<i64>, Option<String>, i64, bool, Option<Vec<u8>>);
+            let head: Option<Head> = self
+                .conn
+                .prepare_cached(
+                    "SELECT version, earlier_bodies, size, is_text,
+                            CASE WHEN version = ?3 THEN body END
+                     FROM documents WHERE prefix = ?1 AND id = ?2",
+                )?
+                .query_row(params![prefix, id, wanted], |r| {
+                    Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+                })
+                .optional()?;
+            if let Some((Some(current), Some(earlier_bodies), size, is_text, body)) = head {
+                if wanted > current {
+                    return Ok(None);
+                }
+                if let Some(body) = body {
+                    let size = size as u64;
+                    return Ok(Some(VersionBytes {
+                        size,
+                        is_text,
+                        body,
+                    }));
+                }
+                let bodies: Vec<Option<i64>> = serde_json::from_str(&earlier_bodies)
+                    .with_context(|| format!("the row of {key} names {earlier_bodies:?}"))?;
+                match bodies.get((current - 1 - wanted) as usize) {
+                    // A removal: nothing to read.
+                    Some(None) => return Ok(None),
+                    Some(Some(rowid)) => {
+                        let body = self.bytes_at(key, number, *rowid)?;
+                        let is_text = std::str::from_utf8(&body).is_ok();
+                        return Ok(Some(VersionBytes {
+                            size: body.len() as u64,
+                            is_text,
+                            body,
+                        }));
+                    }
+                    None => {}
+                }
+            }
+            Ok(self.version(key, number)?.map(VersionBytes::from))
+        })
+    }
+
+    /// Version `number` of `key`, kept in the `bodies` row `rowid`.
+    fn bytes_at(&self, key: &DocKey, number: u32, rowid: i64) -> Result<Vec<u8>> {
+        let stored: Option<(i64, Vec<u8>)> = self
+            .conn
+            .prepare_cached("SELECT size, zstd FROM bodies WHERE rowid = ?1")?
+            .query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        let Some((size, compressed)) = stored else {
+            bail!("the history of {key} lacks the bytes of version {number}");
+        };
+        decompress(&compressed, size as usize)
+            .with_context(|| format!("cannot read version {number} of {key}"))
+    }
+
     /// The bytes of `version`, a past version of `key`, from the `bodies`
     /// row that the versions after it name.
     fn past_body(
@@ -642,6 +752,7 @@ fn prune_in_transaction(conn: &Connection, rules: &PruneRules) -> Result<PruneRe
     // one before it: first noted for every version of those documents as
     // its own (`prune_own`, from the row after it), then given to the row
     // that is now after it.
+    // A document's row holds its newest version's `earlier_bodies` too.
     conn.execute_batch(
         "CREATE TEMP TABLE IF NOT EXISTS prune_own
              (seq INTEGER, prefix TEXT, id TEXT, body INTEGER, PRIMARY KEY (seq, prefix, id))
@@ -675,6 +786,11 @@ fn prune_in_transaction(conn: &Connection, rules: &PruneRules) -> Result<PruneRe
                 OR versions.earlier IS NOT relinked.earlier
                 OR versions.previous_body IS NOT relinked.previous_body
                 OR versions.earlier_bodies IS NOT relinked.earlier_bodies);
+         UPDATE documents SET earlier_bodies = v.earlier_bodies
+         FROM versions v
+         WHERE v.seq = documents.seq AND v.prefix = documents.prefix AND v.id = documents.id
+           AND (documents.prefix, documents.id) IN (SELECT prefix, id FROM temp.prune_doomed)
+           AND documents.earlier_bodies IS NOT v.earlier_bodies;
          DELETE FROM temp.prune_doomed;
          DELETE FROM temp.prune_own;",
     )?;
@@ -772,6 +888,7 @@ mod tests {
             "a removal has no bytes"
         );
         assert!(r.version(&key, 5).unwrap().is_none());
+        assert_bytes_as_versions(&r, &key, 4);
         // `one` is stored once for a, b and the revert; `two` once.
         let stats = r.history_stats().unwrap();
         assert_eq!((stats.versions, stats.bodies), (5, 2));
@@ -814,6 +931,68 @@ mod tests {
         assert!(r.version(&key, 0).unwrap().is_none());
         assert!(r.version(&key, count as u32 + 1).unwrap().is_none());
         assert_eq!(r.count_versions(&key).unwrap(), count as u64);
+        assert_bytes_as_versions(&r, &key, count as u32);
+    }
+
+    /// [`Reader::version_bytes`] reads what [`Reader::version`] reads, for
+    /// every number from 0 to one past `last`.
+    fn assert_bytes_as_versions(r: &Reader, key: &DocKey, last: u32) {
+        for number in 0..=last + 1 {
+            let expected = r.version(key, number).unwrap().map(VersionBytes::from);
+            let got = r.version_bytes(key, number).unwrap();
+            assert_eq!(got, expected, "{key} version {number}");
+        }
+    }
+
+    #[test]
+    fn recent_versions_read_from_the_documents_row_and_others_through_the_chain() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("o.db");
+        let store = Store::open_or_create(&path).unwrap();
+        let body = |i: usize| format!("# V{i}\nbody {i}");
+        for i in 1..=EARLIER + 3 {
+            import(&store, &[("a", Some(&body(i))), ("b", Some(&body(i % 2)))]);
+        }
+        import(&store, &[("b", None)]);
+        let (a, b) = (
+            DocKey::new(Prefix::Notes, "a"),
+            DocKey::new(Prefix::Notes, "b"),
+        );
+        let last = (EARLIER + 3) as u32;
+        let sql = |sql: &str| {
+            rusqlite::Connection::open(&path)
+                .unwrap()
+                .execute_batch(sql)
+                .unwrap()
+        };
+        let r = store.reader().unwrap();
+        assert_bytes_as_versions(&r, &a, last);
+        // b was removed: its versions come through the chain.
+        assert_bytes_as_versions(&r, &b, 3);
+        // A row that holds none of it (NULL: not filled) takes the chain.
+        sql("UPDATE documents SET version = NULL, earlier_bodies = NULL");
+        assert_bytes_as_versions(&r, &a, last);
+        let migration = include_str!("../../../migrations/sqlite/0014_document_heads.sql");
+        sql(&migration[migration.find("UPDATE").unwrap()..]);
+        // The current version and the 16 before it are read without
+        // `versions` (here made to name nothing before them); the versions
+        // further back take it.
+        sql(
+            "UPDATE versions SET earlier = '[]', previous = NULL WHERE prefix = 'notes' AND id = 'a'",
+        );
+        for number in (last - EARLIER as u32)..=last {
+            let read = r.version_bytes(&a, number).unwrap().unwrap();
+            assert_eq!(
+                read.body,
+                body(number as usize).as_bytes(),
+                "version {number}"
+            );
+            assert!(read.is_text);
+        }
+        assert_eq!(
+            r.version_bytes(&a, last - EARLIER as u32 - 1).unwrap(),
+            None
+        );
     }
 
     #[test]

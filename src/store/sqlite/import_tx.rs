@@ -77,14 +77,18 @@ impl ImportTx {
             Some(old) => Some(search::unindex(&self.conn, index, &doc.key, old)?),
             None => None,
         };
-        self.record_version(doc, old.as_ref())?;
+        let head = self.record_version(doc, old.as_ref())?;
         let rowid = match &old {
             Some(old) => {
+                // Without a new version (the same bytes), the row keeps the
+                // one it holds.
                 let mut stmt = self.conn.prepare_cached(
                     "UPDATE documents SET
                         size = ?3, mtime_ns = ?4, hash = ?5, is_text = ?6, title = ?7,
-                        description = ?8, frontmatter = ?9, seq = ?10, body = ?11, body_start = ?12
-                     WHERE rowid = ?13 AND prefix = ?1 AND id = ?2",
+                        description = ?8, frontmatter = ?9, seq = ?10, body = ?11, body_start = ?12,
+                        version = coalesce(?13, version),
+                        earlier_bodies = coalesce(?14, earlier_bodies)
+                     WHERE rowid = ?15 AND prefix = ?1 AND id = ?2",
                 )?;
                 // The same bytes again make no version: the document keeps
                 // the sequence its newest version is under.
@@ -93,14 +97,14 @@ impl ImportTx {
                 } else {
                     self.seq
                 };
-                bind_document(&mut stmt, doc, seq)?;
-                stmt.raw_bind_parameter(13, old.rowid)?;
+                bind_document(&mut stmt, doc, seq, head.as_ref())?;
+                stmt.raw_bind_parameter(15, old.rowid)?;
                 if stmt.raw_execute()? != 1 {
                     anyhow::bail!("{}: the stored row changed under the import", doc.key);
                 }
                 old.rowid
             }
-            None => self.insert(doc)?,
+            None => self.insert(doc, head.as_ref())?,
         };
         search::index(&self.conn, index, rowid, doc, old.as_ref().zip(when))
     }
@@ -134,26 +138,32 @@ impl ImportTx {
     /// and the document is indexed now, from memory (FTS5 keeps the terms
     /// in memory, up to `hashsize`, 16 MB, while the rowids ascend).
     fn load(&self, doc: &NewDocument) -> Result<()> {
-        self.record_version(doc, None)?;
-        let rowid = self.insert(doc)?;
+        let head = self.record_version(doc, None)?;
+        let rowid = self.insert(doc, head.as_ref())?;
         search::load(&self.conn, rowid, doc)
     }
 
     /// Records `doc` as a new version of the stored document `old`, if
-    /// any, before its row is written.
-    fn record_version(&self, doc: &NewDocument, old: Option<&StoredDoc>) -> Result<()> {
+    /// any, before its row is written: the version the row is to hold,
+    /// unless the bytes are the same.
+    fn record_version(
+        &self,
+        doc: &NewDocument,
+        old: Option<&StoredDoc>,
+    ) -> Result<Option<history::Head>> {
         history::record_put(&self.conn, doc, old, self.seq)
     }
 
-    /// Inserts the row of a document that has none; returns its rowid.
-    fn insert(&self, doc: &NewDocument) -> Result<i64> {
+    /// Inserts the row of a document that has none, holding its newest
+    /// version `head`; returns its rowid.
+    fn insert(&self, doc: &NewDocument, head: Option<&history::Head>) -> Result<i64> {
         let mut stmt = self.conn.prepare_cached(
             "INSERT INTO documents
                 (prefix, id, size, mtime_ns, hash, is_text, title, description, frontmatter, seq, body,
-                 body_start)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                 body_start, version, earlier_bodies)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
         )?;
-        bind_document(&mut stmt, doc, self.seq)?;
+        bind_document(&mut stmt, doc, self.seq, head)?;
         stmt.raw_execute()?;
         Ok(self.conn.last_insert_rowid())
     }
@@ -226,12 +236,15 @@ impl ImportTx {
     }
 }
 
-/// Binds `?1` to `?12` of an `INSERT INTO documents` of [`ImportTx`]:
-/// `doc`'s columns in the table's order, then `seq` and `body_start`.
+/// Binds `?1` to `?14` of a write of a document row of [`ImportTx`]:
+/// `doc`'s columns in the table's order, then `seq` and `body_start`, then
+/// the number and `earlier_bodies` of its newest version `head` (NULL
+/// without).
 fn bind_document(
     stmt: &mut rusqlite::Statement<'_>,
     doc: &NewDocument,
     seq: i64,
+    head: Option<&history::Head>,
 ) -> rusqlite::Result<()> {
     stmt.raw_bind_parameter(1, doc.key.prefix.as_str())?;
     stmt.raw_bind_parameter(2, &doc.key.id)?;
@@ -244,7 +257,9 @@ fn bind_document(
     stmt.raw_bind_parameter(9, &doc.frontmatter)?;
     stmt.raw_bind_parameter(10, seq)?;
     stmt.raw_bind_parameter(11, &doc.body)?;
-    stmt.raw_bind_parameter(12, doc.body_start as i64)
+    stmt.raw_bind_parameter(12, doc.body_start as i64)?;
+    stmt.raw_bind_parameter(13, head.map(|h| h.number))?;
+    stmt.raw_bind_parameter(14, head.map(|h| h.earlier_bodies.as_str()))
 }
 
 impl Drop for ImportTx {

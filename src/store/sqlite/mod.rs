@@ -41,7 +41,7 @@ use crate::store::{
 
 pub use browse::{DocMeta, PrefixStats, StoreStats};
 pub use feed::{ChangeBatch, ChangeWatcher};
-pub use history::{HistoryStats, PruneReport, PruneRules, Version, VersionBody};
+pub use history::{HistoryStats, PruneReport, PruneRules, Version, VersionBody, VersionBytes};
 pub use import_tx::ImportTx;
 pub(super) use search::{CLOSE, OPEN, body_start, clip, field_terms, pair_term};
 pub use search::{Hit, SNIPPET_CHARS, SearchPage};
@@ -105,6 +105,10 @@ pub(in crate::store) const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         sql: include_str!("../../../migrations/sqlite/0013_earlier_bodies.sql"),
+        then: None,
+    },
+    Migration {
+        sql: include_str!("../../../migrations/sqlite/0014_document_heads.sql"),
         then: None,
     },
 ];

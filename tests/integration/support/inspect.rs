@@ -440,6 +440,13 @@ fn checked_history(db: &Path, pruned: bool) -> String {
                                    AND b.hash = p.hash)))",
             ),
             (
+                // Migration 0014: a document's row holds its newest version.
+                "documents whose row does not hold their newest version's number and earlier_bodies",
+                "SELECT count(*) FROM documents d
+                 JOIN versions v ON v.seq = d.seq AND v.prefix = d.prefix AND v.id = d.id
+                 WHERE d.version IS NOT v.version OR d.earlier_bodies IS NOT v.earlier_bodies",
+            ),
+            (
                 "stored bodies that the hash index lacks",
                 "SELECT count(*) FROM bodies b
                  WHERE NOT EXISTS (SELECT 1 FROM body_hashes h WHERE h.body = b.rowid)

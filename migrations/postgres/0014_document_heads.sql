@@ -1,0 +1,6 @@
+-- SQLite's 0014 keeps each document's newest version number and the
+-- `bodies` rows of the versions before it in the document's row, so that a
+-- version read goes from the document to the bytes. PostgreSQL reads a
+-- version by its key in `versions` and its bytes by hash; nothing changes
+-- here. (The numbers and names of the migrations are the same on both
+-- backends.)
