@@ -1,6 +1,7 @@
-//! What document history costs: the backlog imported through 10 versions of every document, then current reads and the full listing beside the same database with its history deleted, version reads, the history's size against the bytes of the versions it keeps, and a 1% re-import beside a binary from before history (`ORCHESTRA_NOHISTORY_BIN`) that went through the same imports.
+//! What document history costs: the backlog imported through 10 versions of every document, then current reads and the full listing beside the same database with its history deleted, version reads (warm, and from a cold page cache beside current reads from one), the history's size against the bytes of the versions it keeps, and a 1% re-import beside a binary from before history (`ORCHESTRA_NOHISTORY_BIN`) that went through the same imports.
 
 use std::fs;
+use std::os::fd::AsRawFd;
 use std::path::Path;
 use std::time::Duration;
 
@@ -39,6 +40,10 @@ pub struct HistoryFigures {
     version_first_us: Vec<f64>,
     /// Each pass's p50 of the version reads, in order.
     version_pass_p50_us: Vec<f64>,
+    /// First reads after the database's pages were dropped from the page
+    /// cache: current documents, then past versions of others.
+    cold_read_us: Vec<f64>,
+    cold_version_read_us: Vec<f64>,
     /// Bytes of the stored (compressed) bodies, and the bytes of the
     /// versions they keep (every version that is no longer current).
     stored_bytes: u64,
@@ -50,13 +55,14 @@ pub struct HistoryFigures {
     delta_without_s: Vec<f64>,
 }
 
-fn sample_reads(server: &mut Server, uris: &[String]) -> Res<Vec<f64>> {
+/// Reads `uris` one at a time; the first `warm_up` are not sampled.
+fn sample_reads(server: &mut Server, uris: &[String], warm_up: usize) -> Res<Vec<f64>> {
     let mut samples = Vec::with_capacity(uris.len());
     for (i, uri) in uris.iter().enumerate() {
         let line = server.read_line(uri);
         let (took, reply) = server.call_line(&line)?;
         Server::check_read(&reply)?;
-        if i >= 100 {
+        if i >= warm_up {
             samples.push(micros(took));
         }
     }
@@ -160,9 +166,9 @@ pub fn measure(
     for pass in 0..3 {
         listing_with_s.push(with.full_listing()?.0.as_secs_f64());
         listing_without_s.push(without.full_listing()?.0.as_secs_f64());
-        read_with_us.extend(sample_reads(&mut with, &picks)?);
-        read_without_us.extend(sample_reads(&mut without, &picks)?);
-        let versions = sample_reads(&mut with, &versioned)?;
+        read_with_us.extend(sample_reads(&mut with, &picks, 100)?);
+        read_without_us.extend(sample_reads(&mut without, &picks, 100)?);
+        let versions = sample_reads(&mut with, &versioned, 100)?;
         if pass == 0 {
             version_first_us.clone_from(&versions);
         }
@@ -218,6 +224,29 @@ pub fn measure(
             );
         }
     }
+    // Last, as nothing after it reads the database: what a read costs when
+    // this machine has paged the database out (DAMON does so to file pages
+    // idle for about a minute, see BENCHMARKS.md). A new server, the file's
+    // pages dropped before each kind, each pick read once.
+    step(n, "history: first reads from a cold page cache");
+    let mut rng = Rng::new(seed, 0x416);
+    let mut fresh = || -> Vec<String> {
+        (0..READS)
+            .map(|_| uris[rng.below(uris.len())].clone())
+            .collect()
+    };
+    let cold_picks = fresh();
+    let cold_versioned: Vec<String> = fresh()
+        .into_iter()
+        .map(|uri| format!("{uri}?version={}", 1 + rng.below(VERSIONS as usize - 1)))
+        .collect();
+    let mut cold = Server::start(bin, &with_db, None)?;
+    drop_cached_pages(&with_db)?;
+    let cold_read_us = sample_reads(&mut cold, &cold_picks, 0)?;
+    drop_cached_pages(&with_db)?;
+    let cold_version_read_us = sample_reads(&mut cold, &cold_versioned, 0)?;
+    cold.stop()?;
+
     // Kept with `--keep`: the database with history, to look at.
     for db in [&with_db, &without_db, &baseline_db] {
         if keep && db == &with_db {
@@ -235,12 +264,34 @@ pub fn measure(
         version_read_us,
         version_first_us,
         version_pass_p50_us,
+        cold_read_us,
+        cold_version_read_us,
         stored_bytes,
         kept_bytes,
         versions,
         delta_with_s,
         delta_without_s,
     })
+}
+
+/// Asks the kernel to drop `db`'s pages from the page cache (written back
+/// first, as dirty pages are not dropped), so the next reads of it go to
+/// the disk.
+fn drop_cached_pages(db: &Path) -> Res<()> {
+    let file = fs::File::open(db)?;
+    file.sync_all()?;
+    // SAFETY: `file` is an open descriptor for the whole call; the advice
+    // reads no memory of ours.
+    let error = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    if error != 0 {
+        return Err(format!(
+            "posix_fadvise({}): {}",
+            db.display(),
+            std::io::Error::from_raw_os_error(error)
+        )
+        .into());
+    }
+    Ok(())
 }
 
 fn percentile_us(samples: &[f64], p: f64) -> f64 {
@@ -308,6 +359,23 @@ impl HistoryFigures {
                 ),
             },
             Row {
+                figure: "history: version read p50 from a cold page cache (the database's pages dropped, each a first read; raw: a current read, the same)".into(),
+                unit: "µs",
+                raw: Some(p50_us(&self.cold_read_us)),
+                orchestra: Ok(p50_us(&self.cold_version_read_us)),
+                ratio: ratio(
+                    p50_us(&self.cold_read_us),
+                    p50_us(&self.cold_version_read_us),
+                ),
+                target: String::new(),
+                meets: None,
+                why: format!(
+                    "p99 {} (current: {})",
+                    fmt_value(percentile_us(&self.cold_version_read_us, 99.0), "µs"),
+                    fmt_value(percentile_us(&self.cold_read_us, 99.0), "µs"),
+                ),
+            },
+            Row {
                 figure: format!(
                     "history: stored size / bytes of the {} past versions it keeps",
                     self.versions
@@ -364,6 +432,8 @@ impl HistoryFigures {
             "version_read_p50_us": p50_us(&self.version_read_us),
             "version_read_first_pass_p50_us": p50_us(&self.version_first_us),
             "version_read_pass_p50_us": self.version_pass_p50_us,
+            "cold_read_p50_us": p50_us(&self.cold_read_us),
+            "cold_version_read_p50_us": p50_us(&self.cold_version_read_us),
             "stored_bytes": self.stored_bytes,
             "kept_bytes": self.kept_bytes,
             "versions": self.versions,
