@@ -41,7 +41,8 @@ pub struct HistoryFigures {
     /// Each pass's p50 of the version reads, in order.
     version_pass_p50_us: Vec<f64>,
     /// First reads after the database's pages were dropped from the page
-    /// cache: current documents, then past versions of others.
+    /// cache: current documents, then past versions of documents picked
+    /// afresh.
     cold_read_us: Vec<f64>,
     cold_version_read_us: Vec<f64>,
     /// Bytes of the stored (compressed) bodies, and the bytes of the
@@ -146,13 +147,8 @@ pub fn measure(
     let mut rng = Rng::new(seed, 0x415);
     let mut with = Server::start(bin, &with_db, None)?;
     let (_, uris, _) = with.full_listing()?;
-    let picks: Vec<String> = (0..READS + 100)
-        .map(|_| uris[rng.below(uris.len())].clone())
-        .collect();
-    let versioned: Vec<String> = picks
-        .iter()
-        .map(|uri| format!("{uri}?version={}", 1 + rng.below(VERSIONS as usize - 1)))
-        .collect();
+    let picks = random_picks(&uris, READS + 100, &mut rng);
+    let versioned = past_versions(&picks, &mut rng);
     let mut without = Server::start(bin, &without_db, None)?;
     let (mut read_with_us, mut read_without_us) = (Vec::new(), Vec::new());
     let (mut listing_with_s, mut listing_without_s) = (Vec::new(), Vec::new());
@@ -230,16 +226,8 @@ pub fn measure(
     // pages dropped before each kind, each pick read once.
     step(n, "history: first reads from a cold page cache");
     let mut rng = Rng::new(seed, 0x416);
-    let mut fresh = || -> Vec<String> {
-        (0..READS)
-            .map(|_| uris[rng.below(uris.len())].clone())
-            .collect()
-    };
-    let cold_picks = fresh();
-    let cold_versioned: Vec<String> = fresh()
-        .into_iter()
-        .map(|uri| format!("{uri}?version={}", 1 + rng.below(VERSIONS as usize - 1)))
-        .collect();
+    let cold_picks = random_picks(&uris, READS, &mut rng);
+    let cold_versioned = past_versions(&random_picks(&uris, READS, &mut rng), &mut rng);
     let mut cold = Server::start(bin, &with_db, None)?;
     drop_cached_pages(&with_db)?;
     let cold_read_us = sample_reads(&mut cold, &cold_picks, 0)?;
@@ -272,6 +260,21 @@ pub fn measure(
         delta_with_s,
         delta_without_s,
     })
+}
+
+/// `count` of `uris`, drawn at random (with repeats).
+fn random_picks(uris: &[String], count: usize, rng: &mut Rng) -> Vec<String> {
+    (0..count)
+        .map(|_| uris[rng.below(uris.len())].clone())
+        .collect()
+}
+
+/// Each of `uris` at a random past version (every document has
+/// `VERSIONS`; the newest is current).
+fn past_versions(uris: &[String], rng: &mut Rng) -> Vec<String> {
+    uris.iter()
+        .map(|uri| format!("{uri}?version={}", 1 + rng.below(VERSIONS as usize - 1)))
+        .collect()
 }
 
 /// Asks the kernel to drop `db`'s pages from the page cache (written back
