@@ -6,14 +6,17 @@
 //! split by the same function: a term finds on PostgreSQL what it finds on
 //! SQLite (`0012` finds `FEAT-0012`, `cafe` finds `Café`).
 
+use std::cell::RefCell;
 use std::error::Error;
+use std::hash::BuildHasher;
 
 use anyhow::Result;
 use bytes::BytesMut;
+use hashbrown::HashTable;
 use postgres::Transaction;
 use postgres::binary_copy::BinaryCopyInWriter;
 use postgres::types::{IsNull, ToSql, Type, to_sql_checked};
-use rustc_hash::FxHashMap;
+use rustc_hash::FxBuildHasher;
 use unicode_normalization::char::{decompose_canonical, is_combining_mark};
 
 /// The longest lexeme PostgreSQL keeps (`MAXSTRLEN`): longer words are
@@ -54,58 +57,150 @@ impl TsVector {
     /// that a phrase does not run from one part into the next (on SQLite
     /// the parts are columns).
     pub fn of(parts: &[(&str, Weight)]) -> TsVector {
-        // Each lexeme with the order it first occurs in (what a vector too
-        // large for PostgreSQL keeps) and its positions.
-        let mut lexemes: FxHashMap<String, (usize, Vec<u16>)> = FxHashMap::default();
+        SCRATCH.with(|scratch| scratch.borrow_mut().vector(parts))
+    }
+}
+
+thread_local! {
+    /// Each thread's [`Scratch`]: import's reader threads make one vector
+    /// after another.
+    static SCRATCH: RefCell<Scratch> = RefCell::default();
+}
+
+/// What [`TsVector::of`] works in, kept from one document to the next so
+/// that a vector costs no allocation but its own once the buffers have
+/// grown (a map of `String`s to `Vec`s was a third of the import's CPU).
+#[derive(Default)]
+struct Scratch {
+    /// The bytes of each distinct lexeme, one after another.
+    arena: String,
+    /// Each distinct lexeme, in the order it first occurs in (what a
+    /// vector too large for PostgreSQL keeps).
+    lexemes: Vec<Lexeme>,
+    /// The distinct lexemes by their bytes: indexes into `lexemes`.
+    table: HashTable<u32>,
+    /// Every position kept, as (lexeme, weighted position), in text order.
+    occurrences: Vec<(u32, u16)>,
+}
+
+/// A distinct lexeme of [`Scratch`].
+#[derive(Clone, Copy)]
+struct Lexeme {
+    /// Where its bytes are in the arena.
+    start: u32,
+    len: u32,
+    /// Positions kept, and the last one (without its weight).
+    positions: u16,
+    last: u16,
+}
+
+/// Bytes of arena a thread keeps between documents; a larger one (a very
+/// large document's) is given back.
+const SCRATCH_KEPT_BYTES: usize = 1 << 20;
+
+impl Scratch {
+    fn vector(&mut self, parts: &[(&str, Weight)]) -> TsVector {
+        self.arena.clear();
+        self.lexemes.clear();
+        self.table.clear();
+        self.occurrences.clear();
         let mut position: u16 = 0;
         let mut word = String::new();
         for (text, weight) in parts {
             for_each_word(text, &mut word, |lexeme| {
                 position = (position + 1).min(MAX_POSITION);
-                let entry = (*weight as u16) << 14 | position;
-                match lexemes.get_mut(lexeme) {
-                    Some((_, positions)) => {
-                        let last = positions.last().copied().unwrap_or(0) & MAX_POSITION;
-                        if positions.len() < MAX_POSITIONS && last < position {
-                            positions.push(entry);
-                        }
-                    }
-                    None => {
-                        let first = lexemes.len();
-                        lexemes.insert(lexeme.to_string(), (first, vec![entry]));
-                    }
+                let index = self.intern(lexeme);
+                let found = &mut self.lexemes[index as usize];
+                if usize::from(found.positions) < MAX_POSITIONS && found.last < position {
+                    found.positions += 1;
+                    found.last = position;
+                    self.occurrences
+                        .push((index, (*weight as u16) << 14 | position));
                 }
             });
             position = (position + 1).min(MAX_POSITION);
         }
+        let vector = self.encode();
+        if self.arena.capacity() > SCRATCH_KEPT_BYTES {
+            *self = Scratch::default();
+        }
+        vector
+    }
+
+    /// The index of `lexeme` among the distinct lexemes, added if new.
+    fn intern(&mut self, lexeme: &str) -> u32 {
+        let hash = FxBuildHasher.hash_one(lexeme);
+        let (arena, lexemes) = (&mut self.arena, &mut self.lexemes);
+        let bytes_of = |l: &Lexeme| &arena.as_bytes()[l.start as usize..(l.start + l.len) as usize];
+        if let Some(&index) = self.table.find(hash, |&i| {
+            bytes_of(&lexemes[i as usize]) == lexeme.as_bytes()
+        }) {
+            return index;
+        }
+        let index = lexemes.len() as u32;
+        lexemes.push(Lexeme {
+            start: arena.len() as u32,
+            len: lexeme.len() as u32,
+            positions: 0,
+            last: 0,
+        });
+        arena.push_str(lexeme);
+        let (arena, lexemes) = (&self.arena, &self.lexemes);
+        self.table.insert_unique(hash, index, |&i| {
+            let l = &lexemes[i as usize];
+            FxBuildHasher.hash_one(&arena[l.start as usize..(l.start + l.len) as usize])
+        });
+        index
+    }
+
+    /// The binary form of the lexemes found, each with its positions.
+    fn encode(&self) -> TsVector {
+        let text =
+            |l: &Lexeme| &self.arena.as_bytes()[l.start as usize..(l.start + l.len) as usize];
         // The size of each lexeme as PostgreSQL stores it (2-byte aligned,
         // then a count and its positions): keep the first ones that fit.
-        let size = |lexeme: &str, positions: &[u16]| {
-            lexeme.len().next_multiple_of(2) + 2 + 2 * positions.len()
-        };
-        let mut kept: Vec<(String, (usize, Vec<u16>))> = lexemes.into_iter().collect();
-        let mut bytes: usize = kept.iter().map(|(l, (_, p))| size(l, p)).sum();
-        if bytes > MAX_VECTOR_BYTES {
-            kept.sort_unstable_by_key(|(_, (first, _))| *first);
-            bytes = 0;
-            let fit = kept
-                .iter()
-                .take_while(|(l, (_, p))| {
-                    bytes += size(l, p);
-                    bytes <= MAX_VECTOR_BYTES
-                })
-                .count();
-            kept.truncate(fit);
+        let size = |l: &Lexeme| (l.len as usize).next_multiple_of(2) + 2 + 2 * l.positions as usize;
+        let mut bytes = 0;
+        let kept = self
+            .lexemes
+            .iter()
+            .take_while(|l| {
+                bytes += size(l);
+                bytes <= MAX_VECTOR_BYTES
+            })
+            .count();
+        // Each kept lexeme's positions, found by where they start in one
+        // list (the occurrences are in text order, so each one's positions
+        // come out ascending).
+        let mut starts = Vec::with_capacity(kept + 1);
+        let mut total = 0;
+        for l in &self.lexemes[..kept] {
+            starts.push(total);
+            total += l.positions as usize;
+        }
+        starts.push(total);
+        let mut positions = vec![0u16; total];
+        let mut filled = starts.clone();
+        for &(index, entry) in &self.occurrences {
+            if (index as usize) < kept {
+                let at = &mut filled[index as usize];
+                positions[*at] = entry;
+                *at += 1;
+            }
         }
         // PostgreSQL's order of lexemes: their bytes (`tsCompareString`).
-        kept.sort_unstable_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
-        let mut out = Vec::with_capacity(4 + bytes + 2 * kept.len());
-        out.extend_from_slice(&(kept.len() as i32).to_be_bytes());
-        for (lexeme, (_, positions)) in &kept {
-            out.extend_from_slice(lexeme.as_bytes());
+        let mut order: Vec<u32> = (0..kept as u32).collect();
+        order.sort_unstable_by(|&a, &b| {
+            text(&self.lexemes[a as usize]).cmp(text(&self.lexemes[b as usize]))
+        });
+        let mut out = Vec::with_capacity(4 + bytes.min(MAX_VECTOR_BYTES) + 2 * kept);
+        out.extend_from_slice(&(kept as i32).to_be_bytes());
+        for index in order {
+            let l = &self.lexemes[index as usize];
+            out.extend_from_slice(text(l));
             out.push(0);
-            out.extend_from_slice(&(positions.len() as u16).to_be_bytes());
-            for position in positions {
+            out.extend_from_slice(&l.positions.to_be_bytes());
+            for position in &positions[starts[index as usize]..starts[index as usize + 1]] {
                 out.extend_from_slice(&position.to_be_bytes());
             }
         }
@@ -423,5 +518,31 @@ mod tests {
             .map(|(l, p)| l.len().next_multiple_of(2) + 2 + 2 * p.len())
             .sum();
         assert!(size <= MAX_VECTOR_BYTES, "{size}");
+    }
+
+    #[test]
+    fn a_vector_is_the_same_whatever_the_thread_made_before() {
+        let parts =
+            |text: &'static str| [("notes/a", Weight::A), ("", Weight::B), (text, Weight::D)];
+        let small = "login again and again";
+        let alone = std::thread::spawn(move || TsVector::of(&parts(small)))
+            .join()
+            .unwrap();
+        // After a larger vector, one too large to keep, and the same again.
+        let large: String = (0..100_000).map(|i| format!("word{i} ")).collect();
+        TsVector::of(&[(&large, Weight::D)]);
+        TsVector::of(&parts("other words, login"));
+        assert_eq!(TsVector::of(&parts(small)), alone);
+        assert_eq!(TsVector::of(&parts(small)), alone);
+        assert_eq!(
+            read(&alone),
+            vec![
+                ("a".to_string(), vec![(2, 3)]),
+                ("again".to_string(), vec![(6, 0), (8, 0)]),
+                ("and".to_string(), vec![(7, 0)]),
+                ("login".to_string(), vec![(5, 0)]),
+                ("notes".to_string(), vec![(1, 3)]),
+            ]
+        );
     }
 }
