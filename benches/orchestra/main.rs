@@ -86,6 +86,9 @@
 //! * `postgres`: the PostgreSQL store (`--postgres`): cold import beside a
 //!   raw binary COPY, pages beside SQLite's, reads, notification to two
 //!   servers, two HTTP servers under load.
+//! * `side_by_side`: after the largest size, its pages and reads beside the
+//!   smallest size's, two servers at once in alternated rounds (the "1M
+//!   costs what 1k costs" target; kept apart from the machine's drift).
 //! * `report`: tables, JSON, progress; `units`: how figures are written;
 //!   `stats`: sample counts and percentiles; `process`: `wait4`, RSS, CPU;
 //!   `machine`: the binary under test and the machine.
@@ -113,6 +116,7 @@ mod rng;
 mod search;
 mod search_import;
 mod serve;
+mod side_by_side;
 mod stats;
 mod stdio_client;
 mod units;
@@ -310,20 +314,44 @@ fn run(opts: &Options) -> Res<()> {
     println!("sizes: {:?}\n", opts.sizes);
 
     let mut results = Vec::new();
+    // The smallest size's database, kept (with its backlog) until the
+    // largest size measures its pages and reads beside it.
+    let mut smallest: Option<(PathBuf, usize, Option<Backlog>)> = None;
+    let mut side = None;
+    let largest = opts.sizes.iter().max().copied();
     for &n in &opts.sizes {
         let (result, backlog) = bench_size(&bin, baseline.as_deref(), n, opts)?;
         println!("{}", result.table());
         results.push(result);
-        if opts.keep {
+        let db = backlog.root.join("orchestra.db");
+        if let Some((small_db, small_n, _)) = &smallest
+            && Some(n) == largest
+        {
+            step(n, &format!("pages and reads beside {small_n} documents"));
+            side = Some(side_by_side::measure(
+                &bin,
+                (small_db, *small_n),
+                (&db, n),
+                opts.seed,
+            )?);
+        }
+        let backlog = if opts.keep {
             let kept = backlog.tmp.keep();
             eprintln!("[{n} docs] kept {}", kept.display());
+            None
         } else {
+            Some(backlog)
+        };
+        if smallest.is_none() && opts.sizes.len() > 1 {
+            smallest = Some((db, n, backlog));
+        } else if let Some(backlog) = backlog {
             // Removing a million files takes minutes: say what is going on.
             eprintln!("[{n} docs] removing the temporary backlog");
             drop(backlog);
         }
     }
-    let across = across_sizes(&results);
+    drop(smallest);
+    let across = across_sizes(&results, side.as_ref());
     println!("{across}");
 
     if let Some(path) = &opts.json {
@@ -334,6 +362,7 @@ fn run(opts: &Options) -> Res<()> {
             "seed": opts.seed,
             "sizes": results.iter().map(SizeResult::to_json).collect::<Vec<_>>(),
             "page_cost_across_sizes": across_json(&results),
+            "side_by_side": side.as_ref().map(side_by_side::SideBySide::to_json),
         });
         fs::write(path, serde_json::to_string_pretty(&value)? + "\n")?;
         println!("wrote {}", path.display());

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use crate::ONE_MILLION;
 use crate::http_load::HttpLoad;
+use crate::side_by_side::SideBySide;
 use crate::units::{fmt_value, thousands};
 
 /// A progress line on stderr.
@@ -55,6 +56,29 @@ impl Row {
         }
     }
 
+    /// The row as a line of a Markdown table (figure, raw, orchestra,
+    /// ratio, target, meets?).
+    pub fn line(&self) -> String {
+        let raw = self
+            .raw
+            .map_or("—".to_string(), |v| fmt_value(v, self.unit));
+        let orch = match self.orchestra {
+            Ok(v) => fmt_value(v, self.unit),
+            Err(text) => text.to_string(),
+        };
+        let dash = |text: &str| match text.is_empty() {
+            true => "—".to_string(),
+            false => text.to_string(),
+        };
+        format!(
+            "| {} | {raw} | {orch} | {} | {} | {} |\n",
+            self.figure,
+            dash(&self.ratio),
+            dash(&self.target),
+            self.meets_text()
+        )
+    }
+
     fn to_json(&self) -> Value {
         json!({
             "figure": self.figure,
@@ -83,28 +107,7 @@ impl SizeResult {
         out.push_str("| figure | raw | orchestra | ratio | target | meets? |\n");
         out.push_str("|---|---:|---:|---:|---|---|\n");
         for row in &self.rows {
-            let raw = row.raw.map_or("—".to_string(), |v| fmt_value(v, row.unit));
-            let orch = match row.orchestra {
-                Ok(v) => fmt_value(v, row.unit),
-                Err(text) => text.to_string(),
-            };
-            let ratio = if row.ratio.is_empty() {
-                "—"
-            } else {
-                &row.ratio
-            };
-            let target = if row.target.is_empty() {
-                "—"
-            } else {
-                &row.target
-            };
-            writeln!(
-                out,
-                "| {} | {raw} | {orch} | {ratio} | {target} | {} |",
-                row.figure,
-                row.meets_text()
-            )
-            .unwrap();
+            out.push_str(&row.line());
         }
         if let Some(http) = &self.http {
             out.push('\n');
@@ -125,7 +128,7 @@ impl SizeResult {
 
 /// The page-of-100 cost at every size, for the "page at 1M ≤ 1.5× page at
 /// 1k" target (the end-of-listing page, the worse of the two, is compared).
-pub fn across_sizes(results: &[SizeResult]) -> String {
+pub fn across_sizes(results: &[SizeResult], side: Option<&SideBySide>) -> String {
     let mut out = String::from("## Costs across sizes\n\n");
     out.push_str(
         "| documents | page of 100 at the start | at the end | end ÷ smallest size's end | `resources/read` p50 | search p50: rare word | half word | filters only |\n",
@@ -152,7 +155,16 @@ pub fn across_sizes(results: &[SizeResult]) -> String {
         .unwrap();
     }
     out.push('\n');
-    for (target, verdict) in across_targets(results) {
+    if let Some(side) = side {
+        out.push_str("### Pages and reads, the largest size beside the smallest\n\n");
+        out.push_str("| figure | smaller | larger | ratio | target | meets? |\n");
+        out.push_str("|---|---:|---:|---:|---|---|\n");
+        for row in side.rows() {
+            out.push_str(&row.line());
+        }
+        out.push('\n');
+    }
+    for (target, verdict) in across_targets(results, side) {
         writeln!(out, "Target {target}: {verdict}").unwrap();
     }
     out
@@ -169,7 +181,7 @@ fn micros_text(us: f64) -> String {
 /// The targets that compare sizes (issue #15): a page and a read at 1M
 /// cost at most 1.2× what they cost at 1k; a search at 1M at most 2× its
 /// 100k figure.
-fn across_targets(results: &[SizeResult]) -> Vec<(String, String)> {
+fn across_targets(results: &[SizeResult], side: Option<&SideBySide>) -> Vec<(String, String)> {
     let at = |docs: usize| results.iter().find(|r| r.docs == docs);
     let verdict = |factor: f64, limit: f64| {
         let met = if factor <= limit {
@@ -183,6 +195,20 @@ fn across_targets(results: &[SizeResult]) -> Vec<(String, String)> {
     let mut targets = Vec::new();
     let not_run = |sizes: &str| format!("not evaluated (run with `--docs {sizes} --1m`)");
     match (k1, m1) {
+        // Measured side by side when the run had both: the figure the
+        // target judges.
+        (Some(_), Some(_)) if side.is_some() => {
+            let side = side.unwrap();
+            targets.push((
+                "page of 100 at 1M ≤ 1.2× at 1k (side by side, median of the rounds)".to_string(),
+                verdict(side.page_ratio(), 1.2),
+            ));
+            targets.push((
+                "`resources/read` p50 at 1M ≤ 1.2× at 1k (side by side, median of the rounds)"
+                    .to_string(),
+                verdict(side.read_ratio(), 1.2),
+            ));
+        }
         (Some(small), Some(large)) => {
             targets.push((
                 "page of 100 at 1M ≤ 1.2× at 1k".to_string(),
