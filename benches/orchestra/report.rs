@@ -194,11 +194,11 @@ fn across_targets(results: &[SizeResult], side: Option<&SideBySide>) -> Vec<(Str
     let (k1, k100, m1) = (at(1_000), at(100_000), at(ONE_MILLION));
     let mut targets = Vec::new();
     let not_run = |sizes: &str| format!("not evaluated (run with `--docs {sizes} --1m`)");
+    // Measured side by side when the run had both sizes: the figure the
+    // target judges.
+    let side = side.filter(|s| s.compares(1_000, ONE_MILLION));
     match (k1, m1) {
-        // Measured side by side when the run had both: the figure the
-        // target judges.
-        (Some(_), Some(_)) if side.is_some() => {
-            let side = side.unwrap();
+        (Some(_), Some(_)) if let Some(side) = side => {
             targets.push((
                 "page of 100 at 1M ≤ 1.2× at 1k (side by side, median of the rounds)".to_string(),
                 verdict(side.page_ratio(), 1.2),

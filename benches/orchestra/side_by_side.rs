@@ -156,6 +156,11 @@ impl SideBySide {
         )
     }
 
+    /// Whether these are the sizes `small` and `large`.
+    pub fn compares(&self, small: usize, large: usize) -> bool {
+        (self.small_docs, self.large_docs) == (small, large)
+    }
+
     /// The page ratio the target judges: the end page's, the dearer one.
     pub fn page_ratio(&self) -> f64 {
         self.ratio(|c| c.page_end_us)
