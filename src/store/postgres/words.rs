@@ -95,8 +95,8 @@ struct Lexeme {
     last: u16,
 }
 
-/// Bytes of arena a thread keeps between documents; a larger one (a very
-/// large document's) is given back.
+/// Bytes a thread keeps between documents in its arena, and again in its
+/// list of positions; more (a very large document's) is given back.
 const SCRATCH_KEPT_BYTES: usize = 1 << 20;
 
 impl Scratch {
@@ -122,7 +122,8 @@ impl Scratch {
             position = (position + 1).min(MAX_POSITION);
         }
         let vector = self.encode();
-        if self.arena.capacity() > SCRATCH_KEPT_BYTES {
+        let positions_bytes = self.occurrences.capacity() * size_of::<(u32, u16)>();
+        if self.arena.capacity().max(positions_bytes) > SCRATCH_KEPT_BYTES {
             *self = Scratch::default();
         }
         vector
@@ -529,8 +530,12 @@ mod tests {
         let alone = std::thread::spawn(move || TsVector::of(&parts(small)))
             .join()
             .unwrap();
-        // After a larger vector, one too large to keep, and the same again.
-        let large: String = (0..100_000).map(|i| format!("word{i} ")).collect();
+        // After a vector whose scratch space is kept grown, one whose space
+        // is too large to keep, another, and the same again.
+        let medium: String = (0..10_000).map(|i| format!("word{i} ")).collect();
+        TsVector::of(&[(&medium, Weight::D)]);
+        assert_eq!(TsVector::of(&parts(small)), alone);
+        let large: String = (0..200_000).map(|i| format!("word{i} ")).collect();
         TsVector::of(&[(&large, Weight::D)]);
         TsVector::of(&parts("other words, login"));
         assert_eq!(TsVector::of(&parts(small)), alone);
