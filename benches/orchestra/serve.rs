@@ -52,6 +52,32 @@ fn echo_floor(len: usize, samples: usize) -> Res<Option<f64>> {
     Ok(Some(micros(median(&mut took[50..]))))
 }
 
+/// The cursor of the last page of 100 that is full, from a listing's
+/// cursors: the last page's when N is a multiple of 100.
+pub fn last_full_page(cursors: &[Option<String>], n: usize) -> Option<String> {
+    let from_end = if n.is_multiple_of(100) { 1 } else { 2 };
+    cursors[cursors.len() - from_end].clone()
+}
+
+/// `count` first pages of 100 and as many at `end_cursor`, interleaved:
+/// their round trips, start and end.
+pub fn sample_pages(
+    server: &mut Server,
+    end_cursor: Option<&str>,
+    count: usize,
+) -> Res<(Vec<Duration>, Vec<Duration>)> {
+    let (mut start, mut end) = (Vec::with_capacity(count), Vec::with_capacity(count));
+    for _ in 0..count {
+        let (took, page) = server.list(None)?;
+        assert_eq!(page.resources.len(), 100);
+        start.push(took);
+        let (took, page) = server.list(end_cursor)?;
+        assert_eq!(page.resources.len(), 100);
+        end.push(took);
+    }
+    Ok((start, end))
+}
+
 pub fn measure(bin: &Path, db: &Path, n: usize, opts: &Options) -> Res<ServeFigures> {
     // Default page size: full listing, reads, memory.
     let mut server = Server::start(bin, db, None)?;
@@ -111,22 +137,9 @@ pub fn measure(bin: &Path, db: &Path, n: usize, opts: &Options) -> Res<ServeFigu
     if listed.len() != n {
         return Err(format!("the listing has {} resources, not {n}", listed.len()).into());
     }
-    // The last page that is full: the last one when N is a multiple of 100.
-    let end_cursor = if n.is_multiple_of(100) {
-        cursors[cursors.len() - 1].clone()
-    } else {
-        cursors[cursors.len() - 2].clone()
-    };
-    let mut start_samples = Vec::new();
-    let mut end_samples = Vec::new();
-    for _ in 0..PAGE_SAMPLES {
-        let (took, page) = server.list(None)?;
-        assert_eq!(page.resources.len(), 100);
-        start_samples.push(took);
-        let (took, page) = server.list(end_cursor.as_deref())?;
-        assert_eq!(page.resources.len(), 100);
-        end_samples.push(took);
-    }
+    let end_cursor = last_full_page(&cursors, n);
+    let (mut start_samples, mut end_samples) =
+        sample_pages(&mut server, end_cursor.as_deref(), PAGE_SAMPLES)?;
     server.stop()?;
 
     Ok(ServeFigures {

@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 use crate::Res;
 use crate::report::Row;
 use crate::rng::Rng;
-use crate::stats::{median, micros};
+use crate::serve::{last_full_page, sample_pages};
+use crate::stats::{median, micros, percentile_ms};
 use crate::stdio_client::Server;
 
 /// Rounds; each one measures both servers.
@@ -60,9 +61,7 @@ impl Subject {
         if uris.len() != n {
             return Err(format!("the listing has {} resources, not {n}", uris.len()).into());
         }
-        // The last page that is full: the last one when N is a multiple of 100.
-        let end = cursors.len() - if n.is_multiple_of(100) { 1 } else { 2 };
-        let end_cursor = cursors[end].clone();
+        let end_cursor = last_full_page(&cursors, n);
         // Warm-up, as the per-size measurement does.
         let mut subject = Subject {
             server,
@@ -87,15 +86,8 @@ impl Subject {
     }
 
     fn round(&mut self) -> Res<Costs> {
-        let (mut start, mut end) = (Vec::new(), Vec::new());
-        for _ in 0..PAGES {
-            let (t, page) = self.server.list(None)?;
-            assert_eq!(page.resources.len(), 100);
-            start.push(t);
-            let (t, page) = self.server.list(self.end_cursor.as_deref())?;
-            assert_eq!(page.resources.len(), 100);
-            end.push(t);
-        }
+        let (mut start, mut end) =
+            sample_pages(&mut self.server, self.end_cursor.as_deref(), PAGES)?;
         let mut reads = self.reads(READS)?;
         Ok(Costs {
             page_start_us: micros(median(&mut start)),
@@ -134,26 +126,27 @@ pub fn measure(
     })
 }
 
-/// The median of `values`.
-fn median_of(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 impl SideBySide {
     /// The median over rounds of the large size's cost ÷ the small one's.
     fn ratio(&self, cost: impl Fn(&Costs) -> f64) -> f64 {
-        median_of(self.rounds.iter().map(|(s, l)| cost(l) / cost(s)).collect())
+        percentile_ms(
+            &self
+                .rounds
+                .iter()
+                .map(|(s, l)| cost(l) / cost(s))
+                .collect::<Vec<_>>(),
+            50.0,
+        )
     }
 
     /// The median over rounds of one size's cost.
     fn typical(&self, large: bool, cost: impl Fn(&Costs) -> f64) -> f64 {
-        median_of(
-            self.rounds
-                .iter()
-                .map(|(s, l)| cost(if large { l } else { s }))
-                .collect(),
-        )
+        let costs: Vec<f64> = self
+            .rounds
+            .iter()
+            .map(|(s, l)| cost(if large { l } else { s }))
+            .collect();
+        percentile_ms(&costs, 50.0)
     }
 
     /// Whether these are the sizes `small` and `large`.
