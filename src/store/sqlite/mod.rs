@@ -202,6 +202,7 @@ impl Store {
             .with_flags(flags | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI)
             .with_init(move |conn| {
                 configure(conn)?;
+                search::attach_terms(conn)?;
                 rank::register(conn, &lengths)
             });
         let pool = Pool::builder()
