@@ -1013,12 +1013,26 @@ fn as_before_0013(p: &Project) {
 /// before migration 0014: a document's row does not hold its newest
 /// version, schema version 13.
 fn as_before_0014(p: &Project) {
+    as_before_0015(p);
     let conn = rusqlite::Connection::open(p.db()).unwrap();
     conn.execute_batch(
         "BEGIN;
          ALTER TABLE documents DROP COLUMN version;
          ALTER TABLE documents DROP COLUMN earlier_bodies;
          PRAGMA user_version = 13;
+         COMMIT;",
+    )
+    .unwrap();
+}
+
+/// Turns `p`'s database back into what orchestra wrote before migration
+/// 0015: no view of the `where` pairs' counts, schema version 14.
+fn as_before_0015(p: &Project) {
+    let conn = rusqlite::Connection::open(p.db()).unwrap();
+    conn.execute_batch(
+        "BEGIN;
+         DROP TABLE fields_terms;
+         PRAGMA user_version = 14;
          COMMIT;",
     )
     .unwrap();

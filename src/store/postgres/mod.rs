@@ -105,6 +105,10 @@ const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/postgres/0014_document_heads.sql"),
         then: None,
     },
+    Migration {
+        sql: include_str!("../../../migrations/postgres/0015_fields_terms.sql"),
+        then: None,
+    },
 ];
 
 /// The advisory lock under which a server migrates: others wait, then

@@ -111,6 +111,10 @@ pub(in crate::store) const MIGRATIONS: &[Migration] = &[
         sql: include_str!("../../../migrations/sqlite/0014_document_heads.sql"),
         then: None,
     },
+    Migration {
+        sql: include_str!("../../../migrations/sqlite/0015_fields_terms.sql"),
+        then: None,
+    },
 ];
 
 const PAGE_SIZE: u32 = 16 * 1024;
@@ -202,7 +206,6 @@ impl Store {
             .with_flags(flags | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI)
             .with_init(move |conn| {
                 configure(conn)?;
-                search::attach_terms(conn)?;
                 rank::register(conn, &lengths)
             });
         let pool = Pool::builder()

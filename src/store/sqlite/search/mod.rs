@@ -4,7 +4,7 @@ mod fields;
 mod indexing;
 
 pub(super) use fields::fill as fill_fields;
-pub(in crate::store) use fields::{attach_terms, pair_term, terms_of as field_terms};
+pub(in crate::store) use fields::{pair_term, terms_of as field_terms};
 pub(in crate::store) use indexing::body_start;
 pub(super) use indexing::{
     IndexWrites, backfill, begin, commit, index, load, remove_fields, unindex,

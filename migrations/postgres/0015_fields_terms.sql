@@ -1,0 +1,4 @@
+-- SQLite's 0015 adds a view of how many documents hold each `where` pair,
+-- for the total of a search with one filter. PostgreSQL counts the rows of
+-- the GIN index on `fields`; nothing changes here. (The numbers and names of
+-- the migrations are the same on both backends.)
