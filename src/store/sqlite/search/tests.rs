@@ -1,0 +1,679 @@
+//! The SQLite store's search, against documents imported in each test: what it finds, how it ranks and pages, its snippets and the index it keeps.
+
+use super::*;
+use crate::doc::Prefix;
+use crate::search::{Filter, Under};
+use crate::store::sqlite::Store;
+use crate::store::{FileStat, NewDocument};
+
+fn doc(key: &str, title: &str, frontmatter: Option<&str>, body: &[u8]) -> NewDocument {
+    let (prefix, id) = key.split_once('/').unwrap();
+    NewDocument::new(
+        DocKey::new(Prefix::parse(prefix).unwrap(), id),
+        FileStat {
+            size: body.len() as u64,
+            mtime_ns: 1,
+            hash: *blake3::hash(body).as_bytes(),
+        },
+        std::str::from_utf8(body).is_ok(),
+        title.to_string(),
+        None,
+        frontmatter.map(str::to_string),
+        body.to_vec(),
+    )
+}
+
+fn import(store: &Store, docs: &[NewDocument], removed: &[&str]) {
+    let tx = store.begin_import("/p", false).unwrap();
+    for d in docs {
+        tx.put(d).unwrap();
+    }
+    for key in removed {
+        let (prefix, id) = key.split_once('/').unwrap();
+        tx.remove(&DocKey::new(Prefix::parse(prefix).unwrap(), id))
+            .unwrap();
+    }
+    tx.commit(true).unwrap();
+}
+
+/// The keys of every hit, following the cursors, and the total.
+fn keys(store: &Store, query: &str, under: Option<&str>, filters: &[&str]) -> Vec<String> {
+    let search = Search::new(
+        query,
+        under.map(|u| Under::parse(u).unwrap()),
+        filters.iter().map(|f| Filter::parse(f).unwrap()).collect(),
+    )
+    .unwrap();
+    let reader = store.reader().unwrap();
+    let mut keys = Vec::new();
+    let mut resume = None;
+    loop {
+        let page = reader.search(&search, resume.as_ref(), 2).unwrap();
+        keys.extend(page.hits.iter().map(|h| h.key.to_string()));
+        assert!(page.total as usize >= keys.len());
+        match page.next {
+            Some(next) => resume = Some(next),
+            None => {
+                assert_eq!(page.total as usize, keys.len(), "{query:?}: total");
+                return keys;
+            }
+        }
+    }
+}
+
+fn integrity(store: &Store) {
+    let reader = store.reader().unwrap();
+    reader
+        .conn
+        .execute(
+            "INSERT INTO search (search, rank) VALUES ('integrity-check', 1)",
+            [],
+        )
+        .unwrap();
+}
+
+#[test]
+fn finds_what_the_documents_hold() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_or_create(&dir.path().join("db")).unwrap();
+    let docs = [
+        doc(
+            "features/FEAT-0012",
+            "Login code",
+            Some(r#"{"status":"open","tags":["sync","offline"],"points":3,"done":false}"#),
+            b"---\nstatus: open\n---\nThe login code is sent by mail. Sign in with it.",
+        ),
+        doc(
+            "features/FEAT-0013",
+            "Café Résumé",
+            Some(r#"{"status":"closed","tags":["sync"]}"#),
+            b"A draft about the C++ port, v2.1, and foo.bar syncing.",
+        ),
+        doc(
+            "docs/adr/0006",
+            "Sync protocol",
+            Some(r#"{"status":"open"}"#),
+            b"We sign documents in batches. See FEAT-0012.",
+        ),
+        doc("docs/adrs", "Not under docs/adr", None, b"signin and login"),
+        doc(
+            "notes/blob",
+            "Binary zebra",
+            None,
+            b"\xff\xfe zebra-in-body",
+        ),
+    ];
+    import(&store, &docs, &[]);
+    integrity(&store);
+    let check = |query: &str, under: Option<&str>, filters: &[&str], expected: &[&str]| {
+        assert_eq!(
+            keys(&store, query, under, filters),
+            expected,
+            "{query:?} {under:?} {filters:?}"
+        );
+    };
+    check("login code", None, &[], &["features/FEAT-0012"]);
+    check("cafe resume", None, &[], &["features/FEAT-0013"]);
+    check("CAFÉ", None, &[], &["features/FEAT-0013"]);
+    check("\"sign in\"", None, &[], &["features/FEAT-0012"]);
+    check("sync*", None, &[], &["docs/adr/0006", "features/FEAT-0013"]);
+    check(
+        "login OR signin",
+        None,
+        &[],
+        &["docs/adrs", "features/FEAT-0012"],
+    );
+    check("login -draft -signin", None, &[], &["features/FEAT-0012"]);
+    // The id ranks first, then a document that mentions it.
+    check(
+        "FEAT-0012",
+        None,
+        &[],
+        &["features/FEAT-0012", "docs/adr/0006"],
+    );
+    check(
+        "orchestra://features/FEAT-0012",
+        None,
+        &[],
+        &["features/FEAT-0012"],
+    );
+    check("C++", None, &[], &["features/FEAT-0013"]);
+    check("v2.1 foo.bar", None, &[], &["features/FEAT-0013"]);
+    // A binary document: found by its title and key, not its bytes.
+    check("zebra", None, &[], &["notes/blob"]);
+    check("body", None, &[], &[]);
+    check("sign*", Some("docs/adr"), &[], &["docs/adr/0006"]);
+    check("", Some("docs/adr"), &[], &["docs/adr/0006"]);
+    check("", Some("docs"), &[], &["docs/adr/0006", "docs/adrs"]);
+    check(
+        "",
+        None,
+        &["status=open"],
+        &["docs/adr/0006", "features/FEAT-0012"],
+    );
+    check(
+        "",
+        None,
+        &["tags=sync"],
+        &["features/FEAT-0012", "features/FEAT-0013"],
+    );
+    check(
+        "",
+        None,
+        &["tags=sync", "status=open"],
+        &["features/FEAT-0012"],
+    );
+    check(
+        "",
+        None,
+        &["points=3", "done=false"],
+        &["features/FEAT-0012"],
+    );
+    check("", None, &["status=Open"], &[]);
+    check("sync*", None, &["status=open"], &["docs/adr/0006"]);
+    check("-sync*", Some("features"), &[], &["features/FEAT-0012"]);
+    let every = [
+        "docs/adr/0006",
+        "docs/adrs",
+        "features/FEAT-0012",
+        "features/FEAT-0013",
+        "notes/blob",
+    ];
+    check("", None, &[], &every);
+    check("AND NOT NEAR(", None, &[], &[]);
+    check(") \" * -", None, &[], &every);
+
+    // Incremental: new words found, old ones gone, removed never a hit.
+    let changed = [doc(
+        "features/FEAT-0012",
+        "Passkeys",
+        Some(r#"{"status":"closed"}"#),
+        b"Passkeys replace the mailed code.",
+    )];
+    import(&store, &changed, &["docs/adr/0006"]);
+    integrity(&store);
+    check("passkeys", None, &[], &["features/FEAT-0012"]);
+    check("login", None, &[], &["docs/adrs"]);
+    check("batches", None, &[], &[]);
+    check("", None, &["status=open"], &[]);
+    check(
+        "",
+        None,
+        &["status=closed"],
+        &["features/FEAT-0012", "features/FEAT-0013"],
+    );
+}
+
+/// Listings in key order, page by page (2 hits a page), and their
+/// totals, against the documents filtered here: many hits (the walk
+/// that looks each document up in the indexes), few (the set of hits
+/// read and sorted), under one prefix or folder, resumed deep inside it;
+/// after a load, then after imports that change and remove documents
+/// (the deleted rows that a filter's count must leave out).
+#[test]
+fn listings_in_key_order_walk_or_sort_and_resume_inside_a_prefix() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_or_create(&dir.path().join("db")).unwrap();
+    let statuses = ["open", "closed", "draft"];
+    let key_of = |i: usize| match i % 3 {
+        0 => format!("features/F-{i:03}"),
+        1 => format!("notes/N-{i:03}"),
+        _ => format!("docs/guide/G-{i:03}"),
+    };
+    // (key, status, has the word "alpha"), of the documents stored.
+    let mut facts: Vec<(String, &str, bool)> = Vec::new();
+    for round in 0..3 {
+        let mut docs = Vec::new();
+        let mut removed = Vec::new();
+        for i in 0..300 {
+            let key = key_of(i);
+            // One document in 300 is `rare`: under 1% of them.
+            let status = match (round, i) {
+                (_, 152) => "rare",
+                (0, _) => statuses[i % 7 % 3],
+                _ if i % 4 == round => statuses[(i + round) % 3],
+                _ => continue,
+            };
+            if round > 0 && i % 10 == round && i != 152 {
+                removed.push(key.clone());
+                facts.retain(|(k, _, _)| *k != key);
+                continue;
+            }
+            let alpha = (i + round) % 5 == 0;
+            let body = if alpha { "alpha beta" } else { "beta" };
+            docs.push(doc(
+                &key,
+                "Title",
+                Some(&format!(r#"{{"status":"{status}"}}"#)),
+                body.as_bytes(),
+            ));
+            facts.retain(|(k, _, _)| *k != key);
+            facts.push((key, status, alpha));
+        }
+        let removed: Vec<&str> = removed.iter().map(String::as_str).collect();
+        import(&store, &docs, &removed);
+        let cases: &[(&str, Option<&str>, &[&str])] = &[
+            ("", None, &["status=open"]),
+            ("", None, &["status=rare"]),
+            ("", None, &["status=draft"]),
+            ("", Some("features"), &["status=open"]),
+            ("", Some("notes"), &["status=closed"]),
+            ("", Some("docs/guide"), &["status=draft"]),
+            ("", Some("docs"), &["status=rare"]),
+            ("", Some("features"), &[]),
+            ("-alpha", None, &[]),
+            ("-alpha", Some("notes"), &["status=open"]),
+        ];
+        for (query, under, filters) in cases {
+            let mut expected: Vec<String> = facts
+                .iter()
+                .filter(|(key, status, alpha)| {
+                    under.is_none_or(|u| key.starts_with(&format!("{u}/")))
+                        && filters
+                            .iter()
+                            .all(|f| f.strip_prefix("status=") == Some(status))
+                        && !(query.contains("-alpha") && *alpha)
+                })
+                .map(|(key, _, _)| key.clone())
+                .collect();
+            expected.sort();
+            let case = format!("round {round}: {query:?} {under:?} {filters:?}");
+            assert!(!expected.is_empty(), "{case}");
+            // `keys` also checks the total against the hits it paged.
+            assert_eq!(keys(&store, query, *under, filters), expected, "{case}");
+        }
+    }
+}
+
+/// The keys of the documents whose row in `fields` has the pair
+/// (`?` for a row without a document), and the number of rows.
+fn with_pair(store: &Store, name: &str, value: &str) -> (Vec<String>, i64) {
+    let reader = store.reader().unwrap();
+    let keys = reader
+        .conn
+        .prepare(
+            "SELECT coalesce(d.prefix || '/' || d.id, '?')
+             FROM fields f LEFT JOIN documents d ON d.rowid = f.rowid
+             WHERE fields MATCH ?1 ORDER BY 1",
+        )
+        .unwrap()
+        .query_map([fields::all_of([(name, value)].into_iter())], |r| r.get(0))
+        .unwrap()
+        .collect::<rusqlite::Result<_>>()
+        .unwrap();
+    let rows = reader
+        .conn
+        .query_row("SELECT count(*) FROM fields_docsize", [], |r| r.get(0))
+        .unwrap();
+    (keys, rows)
+}
+
+#[test]
+fn fields_hold_the_pairs_of_the_current_documents_and_no_other() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_or_create(&dir.path().join("db")).unwrap();
+    let check = |pairs: &[(&str, &str, &[&str])], rows: i64| {
+        for (name, value, keys) in pairs {
+            assert_eq!(
+                with_pair(&store, name, value),
+                (keys.iter().map(|k| k.to_string()).collect(), rows),
+                "{name}={value}"
+            );
+        }
+        store
+            .reader()
+            .unwrap()
+            .conn
+            .execute_batch("INSERT INTO fields (fields, rank) VALUES ('integrity-check', 0)")
+            .unwrap();
+    };
+    // A load rolled back leaves nothing for the next one.
+    let tx = store.begin_import("/p", false).unwrap();
+    tx.put(&doc("notes/gone", "G", Some(r#"{"k":"lost"}"#), b"x"))
+        .unwrap();
+    drop(tx);
+    import(
+        &store,
+        &[
+            doc(
+                "notes/a",
+                "A",
+                Some(r#"{"k":"v","tags":["x","y","x"]}"#),
+                b"a",
+            ),
+            doc("notes/b", "B", Some(r#"{"k":"w","n":3}"#), b"b"),
+            doc("notes/c", "C", None, b"c"),
+        ],
+        &[],
+    );
+    check(
+        &[
+            ("k", "v", &["notes/a"]),
+            ("tags", "x", &["notes/a"]),
+            ("tags", "y", &["notes/a"]),
+            ("k", "w", &["notes/b"]),
+            ("n", "3", &["notes/b"]),
+            ("k", "lost", &[]),
+            ("K", "v", &[]),
+            ("k", "V", &[]),
+            ("tags", "x y", &[]),
+        ],
+        2,
+    );
+    // Replaced, removed (the last rowid, which SQLite gives again), new,
+    // and unchanged fields under a new body.
+    import(
+        &store,
+        &[
+            doc("notes/a", "A", Some(r#"{"k":"w","tags":["y"]}"#), b"a2"),
+            doc("notes/d", "D", Some(r#"{"n":4}"#), b"d"),
+        ],
+        &["notes/c", "notes/b"],
+    );
+    check(
+        &[
+            ("k", "v", &[]),
+            ("k", "w", &["notes/a"]),
+            ("tags", "x", &[]),
+            ("tags", "y", &["notes/a"]),
+            ("n", "3", &[]),
+            ("n", "4", &["notes/d"]),
+        ],
+        2,
+    );
+    import(
+        &store,
+        &[doc(
+            "notes/a",
+            "A",
+            Some(r#"{"k":"w","tags":["y"]}"#),
+            b"a3",
+        )],
+        &["notes/d"],
+    );
+    check(&[("k", "w", &["notes/a"]), ("n", "4", &[])], 1);
+    assert_eq!(keys(&store, "", None, &["k=w"]), ["notes/a"]);
+    assert_eq!(keys(&store, "", None, &["k=w", "tags=y"]), ["notes/a"]);
+    assert!(keys(&store, "", None, &["k=w", "tags=x"]).is_empty());
+    assert!(keys(&store, "", None, &["k=lost"]).is_empty());
+}
+
+#[test]
+fn ties_go_by_key_on_every_page() {
+    for copies in [10, TIE_SLACK * 2] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open_or_create(&dir.path().join("db")).unwrap();
+        // Inserted in reverse: rowid order is the opposite of key order.
+        let docs: Vec<NewDocument> = (0..copies)
+            .rev()
+            .map(|i| doc(&format!("notes/n{i:03}"), "Same", None, b"equal words"))
+            .collect();
+        let mut all = docs.clone();
+        all.push(doc("notes/zz-better", "Equal", None, b"equal words"));
+        import(&store, &all, &[]);
+        let mut expected: Vec<String> = docs.iter().map(|d| d.key.to_string()).collect();
+        expected.sort();
+        // The title match ranks first, then the ties in key order.
+        expected.insert(0, "notes/zz-better".to_string());
+        assert_eq!(
+            keys(&store, "equal", None, &[]),
+            expected,
+            "{copies} copies"
+        );
+    }
+}
+
+#[test]
+fn snippets_mark_the_match() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_or_create(&dir.path().join("db")).unwrap();
+    let long = format!(
+        "---\ntitle: x\n---\n{} needle {}",
+        "hay ".repeat(200),
+        "stack ".repeat(200)
+    );
+    import(
+        &store,
+        &[doc("notes/a", "A title", Some("{}"), long.as_bytes())],
+        &[],
+    );
+    let reader = store.reader().unwrap();
+    let page = reader
+        .search(&Search::new("needle", None, vec![]).unwrap(), None, 20)
+        .unwrap();
+    let snippet = &page.hits[0].snippet;
+    assert!(snippet.contains("**needle**"), "{snippet}");
+    assert!(snippet.chars().count() <= SNIPPET_CHARS + 2, "{snippet}");
+    assert!(page.hits[0].score > 0.0);
+    // A title hit shows the start of the body, past the frontmatter.
+    let page = reader
+        .search(&Search::new("title", None, vec![]).unwrap(), None, 20)
+        .unwrap();
+    assert!(
+        page.hits[0].snippet.starts_with("hay hay"),
+        "{}",
+        page.hits[0].snippet
+    );
+}
+
+/// Every hit's score by the rank function and by FTS5's own `bm25()`
+/// (the `rank` migration 0004 configures, same weights), by rowid.
+fn scores(conn: &rusqlite::Connection, query: &str) -> Vec<(i64, f64, f64)> {
+    let ranked = |extra: &str| -> Vec<(i64, f64)> {
+        conn.prepare(&format!(
+            "SELECT rowid, rank FROM search WHERE search MATCH ?1 {extra} ORDER BY rowid"
+        ))
+        .unwrap()
+        .query_map([query], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<rusqlite::Result<Vec<_>>>()
+        .unwrap()
+    };
+    let ours = ranked(&format!("AND rank MATCH '{RANK}'"));
+    let fts5 = ranked("");
+    assert_eq!(ours.len(), fts5.len(), "{query}: hits");
+    assert!(!ours.is_empty(), "{query}: no hit");
+    ours.into_iter()
+        .zip(fts5)
+        .map(|((rowid, a), (other, b))| {
+            assert_eq!(rowid, other);
+            (rowid, a, b)
+        })
+        .collect()
+}
+
+fn assert_same_scores(conn: &rusqlite::Connection, queries: &[&str]) {
+    for query in queries {
+        for (rowid, ours, fts5) in scores(conn, query) {
+            assert!(
+                (ours - fts5).abs() <= 1e-12 * fts5.abs().max(1.0),
+                "{query}, row {rowid}: {ours}, FTS5's bm25() {fts5}"
+            );
+        }
+    }
+}
+
+#[test]
+fn ranks_as_fts5_bm25_with_and_without_the_lengths_in_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_or_create(&dir.path().join("db")).unwrap();
+    // Lengths from 3 to ~100 tokens; `common` in every document and in
+    // the title of some, `rare` in one, `twice` twice in some bodies.
+    let docs: Vec<_> = (0..48)
+        .map(|i| {
+            let body = format!(
+                "common {}{}{}",
+                "filler ".repeat(i * 2),
+                if i % 5 == 0 { "twice twice " } else { "" },
+                if i == 7 { "rare word" } else { "" }
+            );
+            let title = if i % 3 == 0 {
+                "Common title"
+            } else {
+                "Other title"
+            };
+            doc(&format!("notes/n{i:02}"), title, None, body.as_bytes())
+        })
+        .collect();
+    import(&store, &docs, &[]);
+    // A rare word first: too few hits to read every length, each hit
+    // asks FTS5. A common word then reads them all; the rare word, asked
+    // again, uses them.
+    let queries = [
+        "rare",
+        "common",
+        "rare",
+        "common twice",
+        "\"rare word\"",
+        "commo*",
+        "twice OR rare",
+        "common NOT twice",
+        "title",
+    ];
+    let in_read_transaction = |store: &Store| {
+        let reader = store.reader().unwrap();
+        reader
+            .in_transaction(|| {
+                assert_same_scores(&reader.conn, &queries);
+                Ok(())
+            })
+            .unwrap();
+    };
+    in_read_transaction(&store);
+    // A re-import changes lengths and rows: nothing stale is used.
+    let longer = doc(
+        "notes/n01",
+        "Common title",
+        None,
+        "common rare twice ".repeat(40).as_bytes(),
+    );
+    import(&store, &[longer], &["notes/n02", "notes/n03"]);
+    in_read_transaction(&store);
+    // In a write transaction that indexed one row again, shorter (same
+    // rows, same sequence number): the lengths in memory are stale
+    // there, FTS5's are used.
+    let tx = store.begin_import("/p", false).unwrap();
+    tx.conn
+        .execute_batch(
+            "INSERT INTO search (search, rowid, key, title, description, body)
+                 SELECT 'delete', rowid, key, title, description, body
+                 FROM search_source WHERE key = 'notes/n04';
+             INSERT INTO search (rowid, key, title, description, body)
+                 SELECT rowid, key, 'Common', '', 'common common filler filler filler'
+                 FROM search_source WHERE key = 'notes/n04';",
+        )
+        .unwrap();
+    assert_same_scores(&tx.conn, &queries[1..2]);
+}
+
+/// The segments of the full-text index and of the fields' index, as
+/// their structure records say (`_data` row 10: a 4-byte cookie, the
+/// marker of version 2 when the table has one, then the number of levels
+/// and of segments, as SQLite varints, one byte each here).
+fn segments(store: &Store) -> [i64; 2] {
+    let reader = store.reader().unwrap();
+    ["search_data", "fields_data"].map(|table| {
+        let record: Vec<u8> = reader
+            .conn
+            .query_row(
+                &format!("SELECT block FROM {table} WHERE id = 10"),
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let header = match record.get(4..8) == Some(&[0xff, 0x00, 0x00, 0x01]) {
+            true => &record[8..],
+            false => &record[4..],
+        };
+        assert!(header[0] < 0x80 && header[1] < 0x80, "{table}: {record:?}");
+        i64::from(header[1])
+    })
+}
+
+fn numbered(i: usize, revision: usize) -> NewDocument {
+    doc(
+        &format!("notes/n{i:03}"),
+        &format!("Note {i}"),
+        Some(&format!(
+            r#"{{"status":"open","rev":{revision},"tags":["a","b"]}}"#
+        )),
+        format!("---\nstatus: open\n---\nword{i} rev{revision} common").as_bytes(),
+    )
+}
+
+/// A load into an empty database writes each index as one segment, and so
+/// does a later import whose changes come in rowid order (as they do
+/// for documents loaded together: key order); one with changes out of
+/// that order, two. More would mean that FTS5 wrote out its pending terms
+/// during the import: at a statement that opened a statement journal,
+/// or at a rowid lower than the last one written (see
+/// `search::IndexWrites`).
+#[test]
+fn an_import_writes_its_index_changes_in_few_segments() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_or_create(&dir.path().join("db")).unwrap();
+    // Each change: a document put, or the key of one removed.
+    let write = |changes: Vec<Result<NewDocument, &str>>| {
+        let before = segments(&store);
+        let tx = store.begin_import("/p", false).unwrap();
+        for change in &changes {
+            match change {
+                Ok(d) => {
+                    tx.put(d).unwrap();
+                    tx.record(crate::doc::ChangeKind::New, &d.key).unwrap();
+                }
+                Err(key) => {
+                    let (prefix, id) = key.split_once('/').unwrap();
+                    let key = DocKey::new(Prefix::parse(prefix).unwrap(), id);
+                    tx.remove(&key).unwrap();
+                    tx.record(crate::doc::ChangeKind::Removed, &key).unwrap();
+                }
+            }
+        }
+        tx.commit(true).unwrap();
+        integrity(&store);
+        let after = segments(&store);
+        [after[0] - before[0], after[1] - before[1]]
+    };
+    // A load into an empty database.
+    assert_eq!(
+        write((0..300).map(|i| Ok(numbered(i, 0))).collect()),
+        [1, 1]
+    );
+    // In key order: 60 documents replaced, 5 removed among them.
+    let removed = [
+        "notes/n001",
+        "notes/n002",
+        "notes/n003",
+        "notes/n004",
+        "notes/n006",
+    ];
+    let mut changes: Vec<_> = (0..60).map(|i| Ok(numbered(i * 5, 1))).collect();
+    changes.extend(removed.iter().map(|&key| Err(key)));
+    changes.sort_by_key(|c| match c {
+        Ok(d) => d.key.to_string(),
+        Err(key) => key.to_string(),
+    });
+    // (FTS5 may merge a segment that lost many rows: `deletemerge`.)
+    let [search, fields] = write(changes);
+    assert!(search == 1 && fields <= 1, "{search} and {fields} segments");
+    assert_eq!(keys(&store, "word5", None, &[]), ["notes/n005"]);
+    assert_eq!(keys(&store, "rev1", None, &[]).len(), 60);
+    assert_eq!(keys(&store, "rev0", None, &[]).len(), 300 - 60 - 5);
+    assert!(keys(&store, "word2", None, &[]).is_empty());
+    // Out of rowid order: new documents (above every stored rowid)
+    // before replaced and removed ones, and a rowid going back.
+    let mut changes: Vec<_> = (300..305).map(|i| Ok(numbered(i, 2))).collect();
+    changes.extend([Ok(numbered(10, 2)), Ok(numbered(200, 2))]);
+    changes.extend([Err("notes/n007"), Ok(numbered(100, 2)), Err("notes/n008")]);
+    let [search, fields] = write(changes);
+    assert!(search <= 2 && fields <= 2, "{search} and {fields} segments");
+    assert_eq!(keys(&store, "rev2", None, &[]).len(), 8);
+    assert_eq!(keys(&store, "rev1", None, &[]).len(), 60 - 3);
+    assert!(keys(&store, "word7", None, &[]).is_empty());
+    assert_eq!(keys(&store, "word302", None, &[]), ["notes/n302"]);
+    assert_eq!(keys(&store, "", None, &["rev=2"]).len(), 8);
+    assert_eq!(keys(&store, "", None, &["rev=1"]).len(), 60 - 3);
+    assert_eq!(keys(&store, "", None, &["rev=0"]).len(), 300 - 60 - 5 - 2);
+    assert_eq!(keys(&store, "", None, &["tags=b"]).len(), 300 - 5 - 2 + 5);
+}
