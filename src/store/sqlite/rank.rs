@@ -7,9 +7,16 @@
 //! database (a scan of `search_docsize`), shared by the store's connections,
 //! and each score reads its length from a `Vec`.
 //!
+//! A query of one phrase that ranks every hit is ranked in one pass
+//! ([`ranking_every_hit`]): its IDF, for which FTS5 would first count the
+//! rows that hold the phrase (a pass over every hit), scales every score
+//! alike, so the hits are ranked without it and counted as they are scored;
+//! the count is the search's total, and gives the IDF of the page's scores.
+//!
 //! The only `unsafe` code of orchestra: FTS5's extension API is C. Each
 //! block says why it is sound.
 
+use std::cell::Cell;
 use std::ffi::{CStr, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
@@ -39,6 +46,69 @@ const MISSING: u32 = u32::MAX;
 /// A query reads every row's length when one of its phrases is in at least
 /// one row in this many.
 const BUILD_SHARE: i64 = 16;
+
+// FTS5 runs the rank function on the thread that steps the statement.
+thread_local! {
+    /// Whether the statement being stepped on this thread scores every row
+    /// that matches it ([`ranking_every_hit`]).
+    static EVERY_HIT: Cell<bool> = const { Cell::new(false) };
+    /// The query of one phrase last ranked so on this thread.
+    static ONE_PHRASE: Cell<Option<OnePhrase>> = const { Cell::new(None) };
+}
+
+/// A query of one phrase ranked by [`ranking_every_hit`]: its ranks lack
+/// the IDF, and its hits were counted as they were scored.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(super) struct OnePhrase {
+    /// The rows of the index.
+    rows: i64,
+    /// The rows that hold the phrase: the query's hits.
+    pub hits: i64,
+}
+
+impl OnePhrase {
+    /// The score of a hit ranked `rank`: what FTS5's `bm25()` gives it,
+    /// negated (higher is better). The same product as the function's, so
+    /// the same bits: a positive factor keeps the order (it may make ties,
+    /// never swap two hits).
+    pub fn score(&self, rank: f64) -> f64 {
+        -rank * idf(self.rows, self.hits)
+    }
+}
+
+/// Runs `query`, a statement that ranks by this function on this thread
+/// and scores every row that matches it (no other condition chooses the
+/// rows). When it has one phrase, its ranks are without the IDF and the
+/// phrase says how many hits it had and how to score them; `None` when it
+/// has several phrases (ranked as usual) or no hit.
+pub(super) fn ranking_every_hit<T>(query: impl FnOnce() -> T) -> (T, Option<OnePhrase>) {
+    /// Ends the mode even when `query` panics.
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            EVERY_HIT.set(false);
+        }
+    }
+    ONE_PHRASE.set(None);
+    EVERY_HIT.set(true);
+    let reset = Reset;
+    let result = query();
+    drop(reset);
+    (result, ONE_PHRASE.get())
+}
+
+/// The query of one phrase last ranked by [`ranking_every_hit`] on this
+/// thread, forgotten: what the tests see of the mode.
+#[cfg(test)]
+pub(super) fn take_counted() -> Option<OnePhrase> {
+    ONE_PHRASE.take()
+}
+
+/// BM25's IDF of a phrase in `hits` of `rows` rows, as FTS5 computes it.
+fn idf(rows: i64, hits: i64) -> f64 {
+    let value = (((rows - hits) as f64 + 0.5) / (hits as f64 + 0.5)).ln();
+    if value <= 0.0 { 1e-6 } else { value }
+}
 
 /// The lengths of the last state a search ranked in, shared by the
 /// connections of one store.
@@ -127,6 +197,17 @@ struct Query {
     avgdl: f64,
     freq: Vec<f64>,
     lengths: Option<Arc<Lengths>>,
+    /// For a query ranked by [`ranking_every_hit`] with one phrase (its IDF
+    /// left out), its hits so far.
+    counted: Option<Counted>,
+}
+
+struct Counted {
+    phrase: OnePhrase,
+    /// The row scored last: a row may be scored more than once in a row.
+    last_rowid: Option<i64>,
+    /// Whether the hits were numerous enough to read every row's length.
+    built: bool,
 }
 
 unsafe extern "C" fn drop_query(query: *mut c_void) {
@@ -217,6 +298,24 @@ unsafe fn score(
             query = fresh;
         }
         let query = &mut *query;
+        if let Some(counted) = &mut query.counted {
+            let rowid = (api.xRowid.ok_or(missing)?)(fts);
+            if counted.last_rowid != Some(rowid) {
+                counted.last_rowid = Some(rowid);
+                counted.phrase.hits += 1;
+                ONE_PHRASE.set(Some(counted.phrase));
+                // The choice `start` makes from FTS5's count when it has one.
+                let rows = counted.phrase.rows;
+                if !counted.built && counted.phrase.hits.saturating_mul(BUILD_SHARE) >= rows {
+                    counted.built = true;
+                    if query.lengths.is_none() {
+                        let cache = (api.xUserData.ok_or(missing)?)(fts) as *const LengthCache;
+                        let db = ffi::sqlite3_context_db_handle(ctx);
+                        query.lengths = lengths(&*cache, db, rows, true);
+                    }
+                }
+            }
+        }
         query.freq.iter_mut().for_each(|f| *f = 0.0);
         let mut n_inst = 0;
         ok(inst_count(fts, &mut n_inst))?;
@@ -284,6 +383,25 @@ unsafe fn start(
         let (mut rows, mut tokens) = (0i64, 0i64);
         ok((api.xRowCount.ok_or(missing)?)(fts, &mut rows))?;
         ok((api.xColumnTotalSize.ok_or(missing)?)(fts, -1, &mut tokens))?;
+        let cache = (api.xUserData.ok_or(missing)?)(fts) as *const LengthCache;
+        let db = ffi::sqlite3_context_db_handle(ctx);
+        let avgdl = tokens as f64 / rows as f64;
+        if n_phrase == 1 && EVERY_HIT.get() {
+            // Ranked without the IDF; the lengths are read, as below, once
+            // the hits are numerous enough (`score` counts them).
+            let phrase = OnePhrase { rows, hits: 0 };
+            return Ok(Query {
+                idf: vec![1.0],
+                avgdl,
+                freq: vec![0.0],
+                lengths: lengths(&*cache, db, rows, false),
+                counted: Some(Counted {
+                    phrase,
+                    last_rowid: None,
+                    built: false,
+                }),
+            });
+        }
         let query_phrase = api.xQueryPhrase.ok_or(missing)?;
         let mut idf = Vec::new();
         let mut most_hits = 0;
@@ -296,20 +414,18 @@ unsafe fn start(
                 Some(count_hit),
             ))?;
             most_hits = most_hits.max(hits);
-            let value = (((rows - hits) as f64 + 0.5) / (hits as f64 + 0.5)).ln();
-            idf.push(if value <= 0.0 { 1e-6 } else { value });
+            idf.push(self::idf(rows, hits));
         }
-        let cache = (api.xUserData.ok_or(missing)?)(fts) as *const LengthCache;
         // Reading every row's length costs about what looking up one in
         // [`BUILD_SHARE`] of them does: not worth it for a few hits, unless
         // an earlier search already did.
         let build = most_hits.saturating_mul(BUILD_SHARE) >= rows;
-        let lengths = lengths(&*cache, ffi::sqlite3_context_db_handle(ctx), rows, build);
         Ok(Query {
             freq: vec![0.0; idf.len()],
             idf,
-            avgdl: tokens as f64 / rows as f64,
-            lengths,
+            avgdl,
+            lengths: lengths(&*cache, db, rows, build),
+            counted: None,
         })
     }
 }

@@ -19,7 +19,7 @@ use anyhow::Result;
 use rusqlite::params_from_iter;
 use rusqlite::types::Value;
 
-use super::{Reader, key_from_row, successor};
+use super::{Reader, key_from_row, rank, successor};
 use crate::cursor::SearchResume;
 use crate::doc::DocKey;
 use crate::search::Search;
@@ -71,6 +71,16 @@ fn hit_at(r: &rusqlite::Row<'_>, first: usize, score: f64) -> rusqlite::Result<H
         snippet: String::new(),
         score,
     })
+}
+
+/// The first hits of a ranked search, chosen in the index alone.
+#[derive(Default)]
+struct Window {
+    /// The hits with their rowids, best first, ties by key; `None` when
+    /// ties at the end need every hit joined to its key.
+    rows: Option<Vec<(i64, Hit)>>,
+    /// The search's hits, when the ranking counted them.
+    counted: Option<u64>,
 }
 
 /// The SQL conditions and their arguments shared by a page and its count.
@@ -212,33 +222,26 @@ impl Reader {
         };
         let mut args = vec![Value::from(matching.to_string())];
         let conditions = filters(search, Test::Set("search.rowid"));
-        // Counting needs the documents only to apply `under`.
-        let from = match search.under {
-            Some(_) => "search JOIN documents d ON d.rowid = search.rowid",
-            None => "search",
-        };
-        let total: i64 = self
-            .conn
-            .prepare_cached(&format!(
-                "SELECT count(*) FROM {from} WHERE search MATCH ?{}",
-                conditions.sql
-            ))?
-            .query_row(
-                params_from_iter(args.iter().chain(conditions.args.iter())),
-                |r| r.get(0),
-            )?;
         args.extend(conditions.args.iter().cloned());
         let offset = usize::try_from(offset).unwrap_or(usize::MAX);
         // One row more than the page says whether another follows.
         let wanted = offset.saturating_add(limit).saturating_add(1);
-        let mut rows = match search.under {
-            None => self.ranked_window(&conditions.sql, &args, wanted)?,
-            Some(_) => None,
+        let window = match search.under {
+            None => {
+                self.ranked_window(&conditions.sql, &args, wanted, search.filters.is_empty())?
+            }
+            Some(_) => Window::default(),
         };
-        if rows.is_none() {
-            rows = Some(self.ranked_joined(&conditions.sql, &args, wanted)?);
-        }
-        let mut rows: Vec<(i64, Hit)> = rows.unwrap_or_default().into_iter().skip(offset).collect();
+        let rows = match window.rows {
+            Some(rows) => rows,
+            None => self.ranked_joined(&conditions.sql, &args, wanted)?,
+        };
+        // Counted by the ranking, else a second pass over every hit.
+        let total = match window.counted {
+            Some(hits) => hits,
+            None => self.count_ranked(search, matching, &conditions)?,
+        };
+        let mut rows: Vec<(i64, Hit)> = rows.into_iter().skip(offset).collect();
         let next = (rows.len() > limit).then(|| SearchResume::Offset((offset + limit) as u64));
         rows.truncate(limit);
         // Snippets for the page only: computed in the ranking query, they
@@ -266,11 +269,31 @@ impl Reader {
             };
             hits.push(hit);
         }
-        Ok(SearchPage {
-            hits,
-            total: total as u64,
-            next,
-        })
+        Ok(SearchPage { hits, total, next })
+    }
+
+    /// The hits of a ranked search, counted.
+    fn count_ranked(
+        &self,
+        search: &Search,
+        matching: &str,
+        conditions: &Conditions,
+    ) -> Result<u64> {
+        // Counting needs the documents only to apply `under`.
+        let from = match search.under {
+            Some(_) => "search JOIN documents d ON d.rowid = search.rowid",
+            None => "search",
+        };
+        let args = std::iter::once(Value::from(matching.to_string()))
+            .chain(conditions.args.iter().cloned());
+        let total: i64 = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT count(*) FROM {from} WHERE search MATCH ?{}",
+                conditions.sql
+            ))?
+            .query_row(params_from_iter(args), |r| r.get(0))?;
+        Ok(total as u64)
     }
 
     /// The first `wanted` hits by rank, ties by key, chosen in the index
@@ -281,12 +304,16 @@ impl Reader {
     /// [`TIE_SLACK`] rows past the page, so that hits of equal rank at its
     /// end can be put in key order; `None` when they run past even that
     /// (then [`Reader::ranked_joined`] answers).
+    ///
+    /// With `every_hit` (no condition but the words), a query of one phrase
+    /// is ranked in one pass (see [`rank`]) and its hits are counted.
     fn ranked_window(
         &self,
         conditions: &str,
         args: &[Value],
         wanted: usize,
-    ) -> Result<Option<Vec<(i64, Hit)>>> {
+        every_hit: bool,
+    ) -> Result<Window> {
         let window = wanted.saturating_add(TIE_SLACK);
         let mut args = args.to_vec();
         args.push(Value::from(i64::try_from(window).unwrap_or(i64::MAX)));
@@ -295,30 +322,47 @@ impl Reader {
              WHERE search MATCH ?{conditions} AND search.rank MATCH '{RANK}'
              ORDER BY +search.rank, search.rowid LIMIT ?"
         ))?;
-        let ranked = stmt
-            .query_map(params_from_iter(args.iter()), |r| {
+        let mut run = || {
+            stmt.query_map(params_from_iter(args.iter()), |r| {
                 Ok((r.get::<_, i64>(0)?, r.get::<_, f64>(1)?))
             })?
-            .collect::<rusqlite::Result<Vec<_>>>()?;
+            .collect::<rusqlite::Result<Vec<_>>>()
+        };
+        let (ranked, one_phrase) = match every_hit {
+            true => rank::ranking_every_hit(run),
+            false => (run(), None),
+        };
+        // Scores, higher first: the same order as the ranks.
+        let ranked: Vec<(i64, f64)> = ranked?
+            .into_iter()
+            .map(|(rowid, rank)| (rowid, one_phrase.map_or(-rank, |p| p.score(rank))))
+            .collect();
+        let counted = one_phrase.and_then(|p| u64::try_from(p.hits).ok());
         if ranked.len() == window && ranked.len() > wanted {
             // The last wanted row ties with the window's end: its equals
             // may lie beyond the window, and some of them sort before it.
             if ranked[wanted - 1].1 == ranked[window - 1].1 {
-                return Ok(None);
+                return Ok(Window {
+                    rows: None,
+                    counted,
+                });
             }
         }
         let mut document = self.conn.prepare_cached(
             "SELECT prefix, id, title, description, size FROM documents WHERE rowid = ?1",
         )?;
         let mut rows = Vec::with_capacity(ranked.len());
-        for (rowid, rank) in ranked {
-            let hit = document.query_row([rowid], |r| hit_at(r, 0, -rank))?;
+        for (rowid, score) in ranked {
+            let hit = document.query_row([rowid], |r| hit_at(r, 0, score))?;
             rows.push((rowid, hit));
         }
         // Higher scores first, ties by key.
         rows.sort_by(|(_, a), (_, b)| b.score.total_cmp(&a.score).then_with(|| a.key.cmp(&b.key)));
         rows.truncate(wanted);
-        Ok(Some(rows))
+        Ok(Window {
+            rows: Some(rows),
+            counted,
+        })
     }
 
     /// The first `wanted` hits by rank, ties by key, every hit joined to its

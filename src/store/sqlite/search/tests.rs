@@ -677,3 +677,127 @@ fn an_import_writes_its_index_changes_in_few_segments() {
     assert_eq!(keys(&store, "", None, &["rev=0"]).len(), 300 - 60 - 5 - 2);
     assert_eq!(keys(&store, "", None, &["tags=b"]).len(), 300 - 5 - 2 + 5);
 }
+
+#[test]
+fn a_query_of_one_phrase_is_ranked_and_counted_in_one_pass() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_or_create(&dir.path().join("db")).unwrap();
+    // Bodies of 40 documents: every one has `alpha`, every third `beta`
+    // right after it, every fifth a word starting with `sync`.
+    let body = |i: usize, revision: usize| {
+        let mut text = format!(
+            "alpha{} text {i} rev {revision}",
+            if i.is_multiple_of(3) { " beta" } else { "" }
+        );
+        if i.is_multiple_of(5) {
+            text.push_str(&format!(" sync{}", ["ing", "ed", "s"][i % 3]));
+        }
+        text
+    };
+    let key = |i: usize| format!("{}/D{i:03}", ["notes", "features"][i % 2]);
+    let status = |i: usize| format!(r#"{{"status":"{}"}}"#, ["open", "closed"][i % 4 / 3]);
+    let version = |i: usize, revision: usize| {
+        doc(
+            &key(i),
+            "Doc",
+            Some(&status(i)),
+            body(i, revision).as_bytes(),
+        )
+    };
+    import(
+        &store,
+        &(0..40).map(|i| version(i, 0)).collect::<Vec<_>>(),
+        &[],
+    );
+    // A second import removes some and rewrites others, so that the index
+    // holds deletions the counts must not see.
+    let removed: Vec<String> = (0..40).filter(|i| i % 7 == 1).map(key).collect();
+    let removed: Vec<&str> = removed.iter().map(String::as_str).collect();
+    import(
+        &store,
+        &(0..40)
+            .filter(|i| i % 4 == 2 && i % 7 != 1)
+            .map(|i| version(i, 1))
+            .collect::<Vec<_>>(),
+        &removed,
+    );
+    integrity(&store);
+    let live: Vec<usize> = (0..40).filter(|i| i % 7 != 1).collect();
+    let expected = |test: &dyn Fn(usize) -> bool| live.iter().filter(|&&i| test(i)).count() as u64;
+    let beta = |i: usize| i.is_multiple_of(3);
+    let sync = |i: usize| i.is_multiple_of(5);
+    let note = |i: usize| i.is_multiple_of(2);
+    let open = |i: usize| i % 4 < 3;
+    // query, under, filters: its total, and whether the ranking counted it.
+    type Case<'a> = (&'a str, Option<&'a str>, &'a [&'a str], u64, bool);
+    let cases: &[Case] = &[
+        // First, before any search has read every row's length.
+        ("d005", None, &[], 1, true),
+        ("alpha", None, &[], expected(&|_| true), true),
+        ("\"alpha beta\"", None, &[], expected(&beta), true),
+        ("sync*", None, &[], expected(&sync), true),
+        ("rev", None, &[], expected(&|_| true), true),
+        ("nowhere", None, &[], 0, false),
+        ("alpha beta", None, &[], expected(&beta), false),
+        ("alpha -beta", None, &[], expected(&|i| !beta(i)), false),
+        (
+            "beta OR sync*",
+            None,
+            &[],
+            expected(&|i| beta(i) || sync(i)),
+            false,
+        ),
+        // One phrase, but the filters decide the total.
+        ("alpha", Some("notes"), &[], expected(&note), false),
+        ("alpha", None, &["status=open"], expected(&open), false),
+        (
+            "beta",
+            Some("features"),
+            &["status=open"],
+            expected(&|i| beta(i) && !note(i) && open(i)),
+            false,
+        ),
+    ];
+    let reader = store.reader().unwrap();
+    for &(query, under, filters, total, counted) in cases {
+        let search = Search::new(
+            query,
+            under.map(|u| Under::parse(u).unwrap()),
+            filters.iter().map(|f| Filter::parse(f).unwrap()).collect(),
+        )
+        .unwrap();
+        rank::take_counted();
+        let page = reader.search(&search, None, 5).unwrap();
+        let case = format!("{query:?} {under:?} {filters:?}");
+        assert_eq!(page.total, total, "{case}: total");
+        assert_eq!(
+            rank::take_counted().map(|p| p.hits as u64),
+            counted.then_some(total),
+            "{case}: counted by the ranking"
+        );
+        // Each score is what FTS5's `bm25()` gives the hit.
+        let matching = search.compile().matching.unwrap();
+        for hit in &page.hits {
+            let fts5: f64 = reader
+                .conn
+                .query_row(
+                    "SELECT search.rank FROM search JOIN documents d ON d.rowid = search.rowid
+                     WHERE search MATCH ?1 AND d.prefix = ?2 AND d.id = ?3",
+                    (&matching, hit.key.prefix.as_str(), &hit.key.id),
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert!(
+                (hit.score + fts5).abs() <= 1e-12 * fts5.abs().max(1.0),
+                "{case}, {}: {}, FTS5's bm25() {fts5}",
+                hit.key,
+                hit.score
+            );
+        }
+        assert_eq!(
+            keys(&store, query, under, filters).len() as u64,
+            total,
+            "{query:?}: paged"
+        );
+    }
+}
