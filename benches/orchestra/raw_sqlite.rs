@@ -11,7 +11,7 @@ use crate::Res;
 use crate::process::{Finished, run_measured};
 use crate::rng::Rng;
 use crate::search::Unmarked;
-use crate::stats::{LISTING_RUNS, PAGE_SAMPLES, median, micros, percentile};
+use crate::stats::{LISTING_RUNS, PAGE_SAMPLES, median, micros, percentile, percentile_ms};
 
 /// The first argument that makes this binary the raw insert child.
 pub const CHILD_FLAG: &str = "--raw-insert";
@@ -231,6 +231,14 @@ pub struct RawSearch {
     pub common_hits: u64,
     /// Snippets of the first page of each word search without the match.
     pub unmarked: Unmarked,
+}
+
+impl RawSearch {
+    /// p50 (µs) of the rare-word and common-word searches, and of the
+    /// frontmatter scan `filter_us` that stands for the filter.
+    pub fn p50s(&self, filter_us: &[f64]) -> [f64; 3] {
+        [&self.rare_us, &self.common_us, filter_us].map(|us| percentile_ms(us, 50.0))
+    }
 }
 
 /// Top 20 by the configured rank, with a snippet of the body, materialized.

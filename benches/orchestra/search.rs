@@ -238,13 +238,13 @@ fn latency_row(figure: String, raw: Option<&[f64]>, orch: &[f64], target_ms: f64
 }
 
 impl SearchFigures {
-    /// The three searches, the server's RSS and the index's share, beside the
-    /// raw FTS5 table (`raw`) and the raw frontmatter scan (`raw_filter_us`).
     /// p50 (µs) of the rare-word, half-word and filters-only searches.
     pub fn p50s(&self) -> [f64; 3] {
         [&self.rare_us, &self.common_us, &self.filter_us].map(|us| percentile_ms(us, 50.0))
     }
 
+    /// The three searches, the server's RSS and the index's share, beside the
+    /// raw FTS5 table (`raw`) and the raw frontmatter scan (`raw_filter_us`).
     pub fn rows(&self, raw: &RawSearch, raw_filter_us: &[f64], n: usize) -> Vec<Row> {
         let (fewest, most) = (
             self.rare_hits.iter().min().copied().unwrap_or(0),
