@@ -7,11 +7,12 @@
 //! database (a scan of `search_docsize`), shared by the store's connections,
 //! and each score reads its length from a `Vec`.
 //!
-//! A query of one phrase that ranks every hit is ranked in one pass
-//! ([`ranking_every_hit`]): its IDF, for which FTS5 would first count the
-//! rows that hold the phrase (a pass over every hit), scales every score
-//! alike, so the hits are ranked without it and counted as they are scored;
-//! the count is the search's total, and gives the IDF of the page's scores.
+//! A query that ranks every one of its hits counts them as it scores them
+//! ([`ranking_every_hit`]): the count is the search's total, which would
+//! otherwise cost another pass over every hit. A query of one phrase is
+//! also ranked without its IDF, for which FTS5 would first count the rows
+//! that hold the phrase (a third pass): the IDF scales every score alike,
+//! and the count gives the IDF of the page's scores.
 //!
 //! The only `unsafe` code of orchestra: FTS5's extension API is C. Each
 //! block says why it is sound.
@@ -52,36 +53,41 @@ thread_local! {
     /// Whether the statement being stepped on this thread scores every row
     /// that matches it ([`ranking_every_hit`]).
     static EVERY_HIT: Cell<bool> = const { Cell::new(false) };
-    /// The query of one phrase last ranked so on this thread.
-    static ONE_PHRASE: Cell<Option<OnePhrase>> = const { Cell::new(None) };
+    /// The query last ranked so on this thread.
+    static COUNTED: Cell<Option<Counted>> = const { Cell::new(None) };
 }
 
-/// A query of one phrase ranked by [`ranking_every_hit`]: its ranks lack
-/// the IDF, and its hits were counted as they were scored.
+/// A query ranked by [`ranking_every_hit`]: its hits, counted as they were
+/// scored, and what its ranks lack.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(super) struct OnePhrase {
+pub(super) struct Counted {
     /// The rows of the index.
     rows: i64,
-    /// The rows that hold the phrase: the query's hits.
+    /// The rows that matched.
     pub hits: i64,
+    /// Whether the ranks lack the IDF: a query of one phrase, whose hits
+    /// are the rows that hold it.
+    pub without_idf: bool,
 }
 
-impl OnePhrase {
+impl Counted {
     /// The score of a hit ranked `rank`: what FTS5's `bm25()` gives it,
-    /// negated (higher is better). The same product as the function's, so
-    /// the same bits: a positive factor keeps the order (it may make ties,
-    /// never swap two hits).
+    /// negated (higher is better). Without the IDF, the same product as the
+    /// function's, so the same bits: a positive factor keeps the order (it
+    /// may make ties, never swap two hits).
     pub fn score(&self, rank: f64) -> f64 {
-        -rank * idf(self.rows, self.hits)
+        match self.without_idf {
+            true => -rank * idf(self.rows, self.hits),
+            false => -rank,
+        }
     }
 }
 
 /// Runs `query`, a statement that ranks by this function on this thread
 /// and scores every row that matches it (no other condition chooses the
-/// rows). When it has one phrase, its ranks are without the IDF and the
-/// phrase says how many hits it had and how to score them; `None` when it
-/// has several phrases (ranked as usual) or no hit.
-pub(super) fn ranking_every_hit<T>(query: impl FnOnce() -> T) -> (T, Option<OnePhrase>) {
+/// rows), and says how many hits it had and how to score them (`None`
+/// when it had none). A query of one phrase is ranked without its IDF.
+pub(super) fn ranking_every_hit<T>(query: impl FnOnce() -> T) -> (T, Option<Counted>) {
     /// Ends the mode even when `query` panics.
     struct Reset;
     impl Drop for Reset {
@@ -89,19 +95,19 @@ pub(super) fn ranking_every_hit<T>(query: impl FnOnce() -> T) -> (T, Option<OneP
             EVERY_HIT.set(false);
         }
     }
-    ONE_PHRASE.set(None);
+    COUNTED.set(None);
     EVERY_HIT.set(true);
     let reset = Reset;
     let result = query();
     drop(reset);
-    (result, ONE_PHRASE.get())
+    (result, COUNTED.get())
 }
 
-/// The query of one phrase last ranked by [`ranking_every_hit`] on this
-/// thread, forgotten: what the tests see of the mode.
+/// The query last ranked by [`ranking_every_hit`] on this thread,
+/// forgotten: what the tests see of the mode.
 #[cfg(test)]
-pub(super) fn take_counted() -> Option<OnePhrase> {
-    ONE_PHRASE.take()
+pub(super) fn take_counted() -> Option<Counted> {
+    COUNTED.take()
 }
 
 /// BM25's IDF of a phrase in `hits` of `rows` rows, as FTS5 computes it.
@@ -197,17 +203,18 @@ struct Query {
     avgdl: f64,
     freq: Vec<f64>,
     lengths: Option<Arc<Lengths>>,
-    /// For a query ranked by [`ranking_every_hit`] with one phrase (its IDF
-    /// left out), its hits so far.
-    counted: Option<Counted>,
+    /// For a query ranked by [`ranking_every_hit`], its hits so far.
+    counting: Option<Counting>,
 }
 
-struct Counted {
-    phrase: OnePhrase,
+struct Counting {
+    counted: Counted,
     /// The row scored last: a row may be scored more than once in a row.
     last_rowid: Option<i64>,
-    /// Whether the hits were numerous enough to read every row's length.
-    built: bool,
+    /// Whether the lengths were chosen: at the start, from FTS5's count of
+    /// each phrase's rows; without it (one phrase), once the hits are
+    /// numerous enough.
+    lengths_chosen: bool,
 }
 
 unsafe extern "C" fn drop_query(query: *mut c_void) {
@@ -287,7 +294,9 @@ unsafe fn score(
     let inst_count = api.xInstCount.ok_or(missing)?;
     let inst = api.xInst.ok_or(missing)?;
     // SAFETY: the caller's contract; the auxiliary data is only ever a
-    // `Query` set below, owned by FTS5 until the query ends.
+    // `Query` set below, owned by FTS5 until the query ends; the user data
+    // is the `LengthCache` that `register` gave FTS5 for the connection's
+    // life.
     unsafe {
         let mut query = get_aux(fts, 0) as *mut Query;
         if query.is_null() {
@@ -298,16 +307,16 @@ unsafe fn score(
             query = fresh;
         }
         let query = &mut *query;
-        if let Some(counted) = &mut query.counted {
+        if let Some(counting) = &mut query.counting {
             let rowid = (api.xRowid.ok_or(missing)?)(fts);
-            if counted.last_rowid != Some(rowid) {
-                counted.last_rowid = Some(rowid);
-                counted.phrase.hits += 1;
-                ONE_PHRASE.set(Some(counted.phrase));
+            if counting.last_rowid != Some(rowid) {
+                counting.last_rowid = Some(rowid);
+                counting.counted.hits += 1;
+                COUNTED.set(Some(counting.counted));
                 // The choice `start` makes from FTS5's count when it has one.
-                let rows = counted.phrase.rows;
-                if !counted.built && counted.phrase.hits.saturating_mul(BUILD_SHARE) >= rows {
-                    counted.built = true;
+                let (rows, hits) = (counting.counted.rows, counting.counted.hits);
+                if !counting.lengths_chosen && hits.saturating_mul(BUILD_SHARE) >= rows {
+                    counting.lengths_chosen = true;
                     if query.lengths.is_none() {
                         let cache = (api.xUserData.ok_or(missing)?)(fts) as *const LengthCache;
                         let db = ffi::sqlite3_context_db_handle(ctx);
@@ -386,20 +395,25 @@ unsafe fn start(
         let cache = (api.xUserData.ok_or(missing)?)(fts) as *const LengthCache;
         let db = ffi::sqlite3_context_db_handle(ctx);
         let avgdl = tokens as f64 / rows as f64;
-        if n_phrase == 1 && EVERY_HIT.get() {
+        let every_hit = EVERY_HIT.get();
+        let counting = |without_idf| Counting {
+            counted: Counted {
+                rows,
+                hits: 0,
+                without_idf,
+            },
+            last_rowid: None,
+            lengths_chosen: !without_idf,
+        };
+        if n_phrase == 1 && every_hit {
             // Ranked without the IDF; the lengths are read, as below, once
             // the hits are numerous enough (`score` counts them).
-            let phrase = OnePhrase { rows, hits: 0 };
             return Ok(Query {
                 idf: vec![1.0],
                 avgdl,
                 freq: vec![0.0],
                 lengths: lengths(&*cache, db, rows, false),
-                counted: Some(Counted {
-                    phrase,
-                    last_rowid: None,
-                    built: false,
-                }),
+                counting: Some(counting(true)),
             });
         }
         let query_phrase = api.xQueryPhrase.ok_or(missing)?;
@@ -425,7 +439,7 @@ unsafe fn start(
             idf,
             avgdl,
             lengths: lengths(&*cache, db, rows, build),
-            counted: None,
+            counting: every_hit.then(|| counting(false)),
         })
     }
 }

@@ -305,8 +305,9 @@ impl Reader {
     /// end can be put in key order; `None` when they run past even that
     /// (then [`Reader::ranked_joined`] answers).
     ///
-    /// With `every_hit` (no condition but the words), a query of one phrase
-    /// is ranked in one pass (see [`rank`]) and its hits are counted.
+    /// With `every_hit` (no condition but the words), the hits are counted
+    /// as they are ranked, and a query of one phrase is ranked in one pass
+    /// (see [`rank`]).
     fn ranked_window(
         &self,
         conditions: &str,
@@ -328,16 +329,16 @@ impl Reader {
             })?
             .collect::<rusqlite::Result<Vec<_>>>()
         };
-        let (ranked, one_phrase) = match every_hit {
+        let (ranked, counted) = match every_hit {
             true => rank::ranking_every_hit(run),
             false => (run(), None),
         };
         // Scores, higher first: the same order as the ranks.
         let ranked: Vec<(i64, f64)> = ranked?
             .into_iter()
-            .map(|(rowid, rank)| (rowid, one_phrase.map_or(-rank, |p| p.score(rank))))
+            .map(|(rowid, rank)| (rowid, counted.map_or(-rank, |c| c.score(rank))))
             .collect();
-        let counted = one_phrase.and_then(|p| u64::try_from(p.hits).ok());
+        let counted = counted.and_then(|c| u64::try_from(c.hits).ok());
         if ranked.len() == window && ranked.len() > wanted {
             // The last wanted row ties with the window's end: its equals
             // may lie beyond the window, and some of them sort before it.

@@ -679,7 +679,7 @@ fn an_import_writes_its_index_changes_in_few_segments() {
 }
 
 #[test]
-fn a_query_of_one_phrase_is_ranked_and_counted_in_one_pass() {
+fn a_ranked_search_without_filters_counts_its_hits_as_it_ranks_them() {
     let dir = tempfile::tempdir().unwrap();
     let store = Store::open_or_create(&dir.path().join("db")).unwrap();
     // Bodies of 40 documents: every one has `alpha`, every third `beta`
@@ -728,34 +728,42 @@ fn a_query_of_one_phrase_is_ranked_and_counted_in_one_pass() {
     let sync = |i: usize| i.is_multiple_of(5);
     let note = |i: usize| i.is_multiple_of(2);
     let open = |i: usize| i % 4 < 3;
-    // query, under, filters: its total, and whether the ranking counted it.
-    type Case<'a> = (&'a str, Option<&'a str>, &'a [&'a str], u64, bool);
+    // query, under, filters: its total, and how the ranking counted it:
+    // `None`, not at all (the filters choose the rows it scores; no hit);
+    // `Some(without_idf)`, with the ranks of one phrase left without IDF.
+    type Case<'a> = (&'a str, Option<&'a str>, &'a [&'a str], u64, Option<bool>);
     let cases: &[Case] = &[
         // First, before any search has read every row's length.
-        ("d005", None, &[], 1, true),
-        ("alpha", None, &[], expected(&|_| true), true),
-        ("\"alpha beta\"", None, &[], expected(&beta), true),
-        ("sync*", None, &[], expected(&sync), true),
-        ("rev", None, &[], expected(&|_| true), true),
-        ("nowhere", None, &[], 0, false),
-        ("alpha beta", None, &[], expected(&beta), false),
-        ("alpha -beta", None, &[], expected(&|i| !beta(i)), false),
+        ("d005", None, &[], 1, Some(true)),
+        ("alpha", None, &[], expected(&|_| true), Some(true)),
+        ("\"alpha beta\"", None, &[], expected(&beta), Some(true)),
+        ("sync*", None, &[], expected(&sync), Some(true)),
+        ("rev", None, &[], expected(&|_| true), Some(true)),
+        ("nowhere", None, &[], 0, None),
+        ("alpha beta", None, &[], expected(&beta), Some(false)),
+        (
+            "alpha -beta",
+            None,
+            &[],
+            expected(&|i| !beta(i)),
+            Some(false),
+        ),
         (
             "beta OR sync*",
             None,
             &[],
             expected(&|i| beta(i) || sync(i)),
-            false,
+            Some(false),
         ),
-        // One phrase, but the filters decide the total.
-        ("alpha", Some("notes"), &[], expected(&note), false),
-        ("alpha", None, &["status=open"], expected(&open), false),
+        ("alpha nowhere", None, &[], 0, None),
+        ("alpha", Some("notes"), &[], expected(&note), None),
+        ("alpha", None, &["status=open"], expected(&open), None),
         (
             "beta",
             Some("features"),
             &["status=open"],
             expected(&|i| beta(i) && !note(i) && open(i)),
-            false,
+            None,
         ),
     ];
     let reader = store.reader().unwrap();
@@ -771,8 +779,8 @@ fn a_query_of_one_phrase_is_ranked_and_counted_in_one_pass() {
         let case = format!("{query:?} {under:?} {filters:?}");
         assert_eq!(page.total, total, "{case}: total");
         assert_eq!(
-            rank::take_counted().map(|p| p.hits as u64),
-            counted.then_some(total),
+            rank::take_counted().map(|c| (c.hits as u64, c.without_idf)),
+            counted.map(|without_idf| (total, without_idf)),
             "{case}: counted by the ranking"
         );
         // Each score is what FTS5's `bm25()` gives the hit.
