@@ -112,9 +112,11 @@ impl ImportFigures {
             why: String::new(),
         });
         if let Some(index_s) = raw_index_s {
-            // What the rate target allows an import that builds its full-text
-            // index in its own transaction (issue 10), on one writer: SQLite's
-            // insert of the rows, then FTS5's own build of the same text.
+            // An import that builds its full-text index in its own
+            // transaction (issue 10) leaves at least this to SQLite's one
+            // writer: the insert of the rows, then FTS5's own build of the
+            // same text (the raw child also reads the files on that thread,
+            // which an import may do on others).
             let indexed_rate = rate(raw.seconds + index_s);
             rows.push(Row {
                 figure: "cold import rate beside the raw insert with its index (raw: the insert, then FTS5's `'rebuild'` of title + body)".into(),

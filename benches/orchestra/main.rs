@@ -39,8 +39,9 @@
 //! * search (unless `--no-search`): the backlog has planted words (three
 //!   rare ones in 1, 5 and 10 documents, one in about half); the raw
 //!   baseline builds a plain FTS5 table over its title and body (the cold
-//!   import is also shown beside the raw insert plus that build: the most
-//!   an import that indexes in its own transaction can reach) and times
+//!   import is also shown beside the raw insert plus that build: SQLite's
+//!   work in an import that indexes in its own transaction, with the raw
+//!   child's reading of the files) and times
 //!   the top 20 with snippets (at 1M, the ratio to 100k is shown for the
 //!   raw queries too); the server answers 1,000 `search` tool calls
 //!   (rare word, the half word, `where status=open` with an empty query,
