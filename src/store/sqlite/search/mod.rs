@@ -239,7 +239,7 @@ impl Reader {
         // Counted by the ranking, else a second pass over every hit.
         let total = match window.counted {
             Some(hits) => hits,
-            None => self.count_ranked(search, matching, &conditions)?,
+            None => self.count_ranked(search, &conditions.sql, &args)?,
         };
         let mut rows: Vec<(i64, Hit)> = rows.into_iter().skip(offset).collect();
         let next = (rows.len() > limit).then(|| SearchResume::Offset((offset + limit) as u64));
@@ -272,27 +272,20 @@ impl Reader {
         Ok(SearchPage { hits, total, next })
     }
 
-    /// The hits of a ranked search, counted.
-    fn count_ranked(
-        &self,
-        search: &Search,
-        matching: &str,
-        conditions: &Conditions,
-    ) -> Result<u64> {
+    /// The hits of a ranked search, counted: `args` are the words' and the
+    /// `conditions`'.
+    fn count_ranked(&self, search: &Search, conditions: &str, args: &[Value]) -> Result<u64> {
         // Counting needs the documents only to apply `under`.
         let from = match search.under {
             Some(_) => "search JOIN documents d ON d.rowid = search.rowid",
             None => "search",
         };
-        let args = std::iter::once(Value::from(matching.to_string()))
-            .chain(conditions.args.iter().cloned());
         let total: i64 = self
             .conn
             .prepare_cached(&format!(
-                "SELECT count(*) FROM {from} WHERE search MATCH ?{}",
-                conditions.sql
+                "SELECT count(*) FROM {from} WHERE search MATCH ?{conditions}"
             ))?
-            .query_row(params_from_iter(args), |r| r.get(0))?;
+            .query_row(params_from_iter(args.iter()), |r| r.get(0))?;
         Ok(total as u64)
     }
 
