@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The project's one test command (CI runs it through .ci/run on a fresh machine):
-# builds orchestra, runs every Rust test, then the interop tests against the official
+# builds orchestra, installs it as a user would (tests/install/), runs every Rust test, then the interop tests against the official
 # MCP clients (Python `mcp`, TypeScript `@modelcontextprotocol/sdk` and `/client`) and the official
 # conformance suite (`@modelcontextprotocol/conformance`, tests/conformance/) against `serve --http`.
 set -euo pipefail
@@ -31,6 +31,9 @@ fi
 
 echo "==> cargo build --release --locked"
 cargo build --release --locked
+
+echo "==> install: cargo install into a temporary root, the binary run from another folder"
+"$ROOT/tests/install/run.sh"
 
 echo "==> cargo test --locked (beside a throwaway PostgreSQL 15: pg_virtualenv)"
 # Then the end-to-end tests again, every project's default database on

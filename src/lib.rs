@@ -30,3 +30,13 @@ pub mod table;
 pub mod uri;
 pub mod viewer;
 pub mod watch;
+
+/// The version and the commit this binary was built from (`build.rs`):
+/// `0.1.0 (56ed811b2c3d)`, `-dirty` after the hash for a modified tree,
+/// `(unknown)` outside git. `serverInfo.version` is the plain version.
+pub const BUILD: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (",
+    env!("ORCHESTRA_COMMIT"),
+    ")"
+);

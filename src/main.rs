@@ -1,6 +1,8 @@
-//! The `orchestra` command line: the subcommands and their flags; the commands that write (`import`, `serve`, `prune`) run here, the read-only commands (`search`, `ls`, `show`, `stats`, `log`, `diff`) in `cli`.
+//! The `orchestra` command line: the subcommands and their flags; the commands that write (`import`, `serve`, `prune`) run here, the read-only commands (`search`, `ls`, `show`, `stats`, `log`, `diff`) and the shell's (`completions`, `man`) in `cli`.
 
 mod cli;
+#[cfg(test)]
+mod readme;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -19,7 +21,7 @@ use cli::DbArg;
 
 /// Serve a project's Markdown knowledge (features, notes, docs) as MCP resources.
 #[derive(Parser)]
-#[command(version, about)]
+#[command(version = orchestra::BUILD, about)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -60,6 +62,10 @@ enum Command {
     /// what was removed. A version goes only when every rule given lets it
     /// go. Exit 0, or 2 on an error.
     Prune(PruneArgs),
+    /// Print the completion script of a shell to stdout.
+    Completions(cli::manual::CompletionsArgs),
+    /// Print the manual page of every command (roff) to stdout.
+    Man,
 }
 
 #[derive(Args)]
@@ -151,6 +157,8 @@ fn main() -> ExitCode {
         Command::Log(args) => {
             return cli::exit_status(cli::log::run(&args, db_given(&matches, "log")));
         }
+        Command::Completions(args) => cli::manual::completions(&args, Cli::command()),
+        Command::Man => cli::manual::man(Cli::command()),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -309,6 +317,9 @@ fn folder_to_watch(args: &ServeArgs, db: &Location, db_given: bool) -> Result<Op
 }
 
 fn run_serve(args: ServeArgs, db_given: bool) -> Result<()> {
+    // Before anything else, so that a log or a bug report says which build
+    // this was.
+    eprintln!("orchestra {}", orchestra::BUILD);
     let location = args.db.location()?;
     let watched = folder_to_watch(&args, &location, db_given)?;
     if let Some(dir) = watched.as_ref() {

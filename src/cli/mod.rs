@@ -1,20 +1,22 @@
-//! The read-only commands for people at a terminal (`search`, `ls`, `show`, `stats`, `log`, `diff`) and what they share: the `--db` flag, opening the store read-only, naming a document, and the exit status.
+//! The read-only commands for people at a terminal (`search`, `ls`, `show`, `stats`, `log`, `diff`) and what they share: the `--db` flag, opening the store read-only, naming a document, and the exit status; `manual`, the shell's completions and the man page.
 
 pub mod diff;
 pub mod log;
 pub mod ls;
+pub mod manual;
 pub mod out;
 pub mod search;
 pub mod show;
 pub mod stats;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Result, anyhow, bail};
 use clap::Args;
 
 use orchestra::doc::{DocKey, Prefix, is_valid_id};
+use orchestra::import::data_folder;
 use orchestra::store::postgres::{PgEnv, PgTarget};
 use orchestra::store::{Access, Location, Reader, Store, Version};
 use orchestra::uri;
@@ -55,7 +57,7 @@ impl DbArg {
     pub fn file(&self) -> PathBuf {
         self.db
             .clone()
-            .unwrap_or_else(|| PathBuf::from(".orchestra").join("orchestra.db"))
+            .unwrap_or_else(|| data_folder::default_db(Path::new("")))
     }
 
     /// `--db` as a command line may repeat it: a PostgreSQL URL without

@@ -13,6 +13,7 @@
 //! grow with the number of documents (the largest thing is the listing of
 //! the folder being walked: its names and 12 bytes an entry).
 
+pub mod data_folder;
 mod merge;
 mod read;
 mod walk;
@@ -165,6 +166,14 @@ pub fn run(opts: &Options) -> Result<Report> {
         (true, db) => Some(Store::open(db, Access::ReadOnly)?),
         (false, db) => Some(Store::open(db, Access::Create)?),
     };
+    if let (false, Location::File(path)) = (opts.dry_run, &opts.db)
+        && let Err(e) = data_folder::keep_out_of_git(path)
+    {
+        report.warnings.push(Warning {
+            path: path.with_file_name(".gitignore"),
+            reason: format!("cannot write it ({e}): the database may be committed by mistake"),
+        });
+    }
     let own_files = match &opts.db {
         Location::File(path) => database_files(path),
         Location::Postgres(_) => Vec::new(),

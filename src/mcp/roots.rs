@@ -152,7 +152,7 @@ fn pick(result: &Value, current: Option<&Path>) -> Option<(PathBuf, Store)> {
         if current == Some(folder.as_path()) {
             return None;
         }
-        let db = folder.join(".orchestra").join("orchestra.db");
+        let db = import::data_folder::default_db(&folder);
         let opts = watch::import_options(folder.clone(), Location::File(db.clone()));
         let opened = import::run(&opts)
             .and_then(|report| {

@@ -313,17 +313,18 @@ fn document_count(db: &Path) -> i64 {
 /// Checks a failed run's error line; returns what is wrong with it.
 fn check_error_line(out: &Output, db: &str, reasons: &[&str], what: &str) -> Vec<String> {
     let mut problems = Vec::new();
+    let said = out.stderr_lines();
     let ok_shape = out.code == Some(1)
         && out.stdout.is_empty()
-        && out.stderr.lines().count() == 1
-        && out.stderr.starts_with("orchestra: ");
+        && said.len() == 1
+        && said[0].starts_with("orchestra: ");
     if !ok_shape {
         problems.push(format!(
             "{what}: expected exit status 1 and one `orchestra: ` line: {out:#?}"
         ));
         return problems;
     }
-    let line = out.stderr.trim_end();
+    let line = said[0].trim_end();
     eprintln!("{what}: {line}");
     if !line.contains(db) {
         problems.push(format!(

@@ -843,6 +843,28 @@ fn db_flag_then_env_then_default_under_the_working_folder() {
     );
     assert!(!p.path(".orchestra").exists());
     assert!(!default_db.exists());
+
+    // The .orchestra/ folder keeps itself out of git: a .gitignore of `*`
+    // there, none in the folders a --db names, and a .gitignore already in
+    // .orchestra/ (or beside it) left as it was.
+    let ignore = std::fs::read_to_string(p.root_path("work/.orchestra/.gitignore")).unwrap();
+    assert_eq!(
+        ignore
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect::<Vec<_>>(),
+        ["*"]
+    );
+    assert!(!p.root_path("work/.gitignore").exists());
+    assert!(!p.root_path("custom/sub/.gitignore").exists());
+    assert!(!p.root_path("env/.gitignore").exists());
+    p.outside_file("mine/.orchestra/.gitignore", "orchestra.db\n");
+    p.outside_file("mine/.gitignore", "target/\n");
+    let out = p.run(&["import", "project", "--db", "mine/.orchestra/orchestra.db"]);
+    out.assert_success();
+    let kept = |rel: &str| std::fs::read_to_string(p.root_path(rel)).unwrap();
+    assert_eq!(kept("mine/.orchestra/.gitignore"), "orchestra.db\n");
+    assert_eq!(kept("mine/.gitignore"), "target/\n");
 }
 
 // 10. SIGKILL at any moment leaves the last committed state: see

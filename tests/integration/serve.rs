@@ -11,7 +11,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use crate::support::{BIN, Output, PgDatabase, Project, Server, companion_files, wait_exit};
+use crate::support::{
+    BIN, Output, PgDatabase, Project, Server, banner, companion_files, wait_exit,
+};
 
 fn manifest_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -176,7 +178,8 @@ fn a_missing_database_is_one_clear_line() {
     assert_eq!(
         stderr,
         format!(
-            "orchestra: no database at {}: run `orchestra import DIR` first\n",
+            "{}\norchestra: no database at {}: run `orchestra import DIR` first\n",
+            banner(),
             db.display()
         )
     );
@@ -537,4 +540,36 @@ fn serve_with_no_flags_and_nothing_to_serve_serves_nothing_and_says_why() {
             .contains("no database at .orchestra/orchestra.db"),
         "{out:?}"
     );
+}
+
+#[test]
+fn the_first_line_names_the_build() {
+    let p = Project::new();
+    p.file("features/FEAT-001.md", "# One\n");
+    let version = p.cmd(&["--version"]).run();
+    assert_eq!(version.code, Some(0), "{version:?}");
+    assert_eq!(version.stdout, format!("{}\n", banner()));
+    // `0.1.0 (56ed811b2c3d)`, `-dirty` after a modified tree, or `unknown`.
+    let build = orchestra::BUILD;
+    let (plain, commit) = build.split_once(' ').unwrap();
+    assert_eq!(plain, env!("CARGO_PKG_VERSION"));
+    let commit = commit.trim_start_matches('(').trim_end_matches(')');
+    let hash = commit.strip_suffix("-dirty").unwrap_or(commit);
+    assert!(
+        hash == "unknown" || (hash.len() == 12 && hash.bytes().all(|b| b.is_ascii_hexdigit())),
+        "{build}"
+    );
+
+    // Serving, and failing.
+    let (uris, served) = listed_by_serve(&p, p.root(), &["--watch", "project"], &[]);
+    assert_eq!(uris, ["orchestra://features/FEAT-001"], "{served:?}");
+    let first = served.stderr.lines().next();
+    assert_eq!(first, Some(banner().as_str()), "{served:?}");
+    // serverInfo.version stays the plain version.
+    let info: serde_json::Value = serde_json::from_str(served.stdout_lines()[0]).unwrap();
+    assert_eq!(info["result"]["serverInfo"]["version"], plain);
+    let failed = p.cmd(&["serve", "--db", "none.db"]).run();
+    assert_eq!(failed.code, Some(1), "{failed:?}");
+    let first = failed.stderr.lines().next();
+    assert_eq!(first, Some(banner().as_str()), "{failed:?}");
 }

@@ -4,6 +4,7 @@ use super::client::Req;
 use super::messages::{envelope, fixture_project, initialize, resource_path, rpc};
 use super::server::HttpServer;
 use super::{FEAT_001, MAX_BODY};
+use crate::support::banner;
 use serde_json::{Value, json};
 
 // 5. Origin, Host, token, body size.
@@ -257,8 +258,9 @@ fn binding_beyond_loopback_without_a_token_warns() {
             "{bind} token {token:?}: {stderr}"
         );
         if !warns {
-            // Only the addresses of /mcp and of the viewer.
-            assert_eq!(stderr.lines().count(), 2, "{stderr}");
+            // The build, then only the addresses of /mcp and of the viewer.
+            assert_eq!(stderr.lines().count(), 3, "{stderr}");
+            assert_eq!(stderr.lines().next(), Some(banner().as_str()), "{stderr}");
             assert!(stderr.contains("the viewer is at http://"), "{stderr}");
         }
     }

@@ -215,7 +215,7 @@ impl Output {
     pub fn fatal_line(&self) -> String {
         assert_eq!(self.code, Some(1), "expected exit status 1: {self:#?}");
         assert_eq!(self.stdout, "", "stdout of a failed run");
-        let lines: Vec<&str> = self.stderr.lines().collect();
+        let lines = self.stderr_lines();
         assert_eq!(lines.len(), 1, "expected one line on stderr: {self:#?}");
         assert!(lines[0].starts_with("orchestra: "), "{self:#?}");
         lines[0].to_string()
@@ -225,8 +225,14 @@ impl Output {
         self.stdout.lines().collect()
     }
 
+    /// stderr's lines less `serve`'s first, which names the build
+    /// ([`banner`]; `serve::the_first_line_names_the_build` tests it).
     pub fn stderr_lines(&self) -> Vec<&str> {
-        self.stderr.lines().collect()
+        let mut lines: Vec<&str> = self.stderr.lines().collect();
+        if lines.first() == Some(&banner().as_str()) {
+            lines.remove(0);
+        }
+        lines
     }
 
     /// The last stdout line with its duration masked: `... in T s`.
@@ -426,4 +432,10 @@ impl Cmd {
         }
         Cmd::from(command)
     }
+}
+
+/// The line `serve` writes first on stderr: the version and the commit,
+/// as `orchestra --version` prints them.
+pub fn banner() -> String {
+    format!("orchestra {}", orchestra::BUILD)
 }
