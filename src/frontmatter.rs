@@ -49,6 +49,34 @@ pub fn split(text: &str) -> Option<(&str, &str)> {
     None
 }
 
+/// The keys of a document's frontmatter, in the order the block has them;
+/// `None` without a well-formed block.
+pub fn keys(text: &str) -> Option<Vec<String>> {
+    let (yaml, _) = split(text)?;
+    if yaml.trim().is_empty() {
+        return Some(Vec::new());
+    }
+    if flow_depth(yaml) > MAX_FLOW_DEPTH {
+        return None;
+    }
+    let mapping = match serde_yaml_ng::from_str::<serde_yaml_ng::Value>(yaml).ok()? {
+        serde_yaml_ng::Value::Mapping(mapping) => mapping,
+        serde_yaml_ng::Value::Null => return Some(Vec::new()),
+        _ => return None,
+    };
+    Some(
+        mapping
+            .keys()
+            .map(|key| match key {
+                serde_yaml_ng::Value::String(s) => s.clone(),
+                other => serde_yaml_ng::to_string(other)
+                    .map(|s| s.trim_end().to_string())
+                    .unwrap_or_default(),
+            })
+            .collect(),
+    )
+}
+
 /// Title, description and frontmatter of a Markdown document. Never fails:
 /// a broken frontmatter block becomes a warning.
 pub fn extract(text: &str) -> Extracted {
@@ -224,6 +252,51 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use serde_json::json;
+
+    #[test]
+    fn keys_in_the_blocks_order() {
+        let keys = |text: &str| keys(text);
+        let some = |k: &[&str]| Some(k.iter().map(|s| s.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            keys(
+                "---
+zeta: 1
+alpha: [a]
+# c
+3: x
+---
+body"
+            ),
+            some(&["zeta", "alpha", "3"])
+        );
+        assert_eq!(
+            keys(
+                "---
+---
+"
+            ),
+            some(&[])
+        );
+        assert_eq!(
+            keys(
+                "---
+# only a comment
+---
+"
+            ),
+            some(&[])
+        );
+        assert_eq!(keys("no block"), None);
+        assert_eq!(
+            keys(
+                "---
+- a list
+---
+"
+            ),
+            None
+        );
+    }
 
     /// The expected result, with the warning given as a prefix of the actual one.
     struct Expected {

@@ -10,6 +10,7 @@
 //! - [`store`]: the SQLite database; the only module that speaks SQL.
 //! - [`table`]: aligned, width-clipped columns for the command line.
 //! - [`import`]: files on disk → store, incrementally.
+//! - [`parts`]: a document read in parts: lines, windows under a cap, its outline.
 //! - [`mcp`]: the MCP server; the only module that knows JSON-RPC and the SDK.
 //! - [`reads`]: the server's store reads, off the async threads, a bounded number at once.
 //! - [`viewer`]: the web viewer's pages, served beside `/mcp` by `serve --http`.
@@ -23,6 +24,7 @@ pub mod frontmatter;
 pub mod history;
 pub mod import;
 pub mod mcp;
+pub mod parts;
 pub mod reads;
 pub mod search;
 pub mod store;

@@ -144,7 +144,7 @@ fn resource(doc: &DocSummary) -> Resource {
 }
 
 /// ISO 8601 (RFC 3339) in UTC, to the second.
-fn last_modified(mtime_ns: i64) -> String {
+pub(super) fn last_modified(mtime_ns: i64) -> String {
     let nanos = u64::try_from(mtime_ns).unwrap_or(0);
     let time = std::time::UNIX_EPOCH + std::time::Duration::from_nanos(nanos);
     humantime::format_rfc3339_seconds(time).to_string()

@@ -672,7 +672,16 @@ async fn the_search_tool_is_declared_in_both_eras() {
     assert_eq!(out[0]["result"]["capabilities"]["tools"], json!({}));
     let tools = out[1]["result"]["tools"].as_array().unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
-    assert_eq!(names, ["search", "history", "diff"]);
+    assert_eq!(
+        names,
+        ["search", "read", "outline", "list", "history", "diff"]
+    );
+    // Every tool only reads, and says so (destructiveHint defaults to true).
+    for tool in tools {
+        assert_eq!(tool["annotations"]["readOnlyHint"], true, "{tool}");
+        assert_eq!(tool["annotations"]["openWorldHint"], false, "{tool}");
+        assert!(tool["title"].is_string(), "{tool}");
+    }
     let tool = &tools[0];
     assert_eq!(tool["name"], "search");
     assert!(

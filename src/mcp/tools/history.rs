@@ -5,7 +5,7 @@ use std::sync::Arc;
 use rmcp::model::{CallToolResult, ContentBlock, Resource, Tool, ToolAnnotations};
 use serde_json::{Map, Value, json};
 
-use super::{failed, object, result};
+use super::{document, failed, object, result, unknown_arguments};
 use crate::cursor;
 use crate::doc::DocKey;
 use crate::history::{self, DiffError};
@@ -89,16 +89,6 @@ pub fn diff_tool() -> Tool {
     .with_annotations(annotations())
 }
 
-/// The document named by the `uri` argument, or what to change.
-fn document(arguments: &Map<String, Value>) -> Result<DocKey, String> {
-    let text = match arguments.get("uri") {
-        Some(Value::String(text)) => text,
-        Some(_) => return Err("uri must be a string: orchestra://{prefix}/{id}".into()),
-        None => return Err("uri is required: orchestra://{prefix}/{id}".into()),
-    };
-    uri::parse(text).map_err(|e| format!("invalid uri: {e}"))
-}
-
 fn version_argument(arguments: &Map<String, Value>, name: &str) -> Result<Option<u32>, String> {
     match arguments.get(name) {
         None | Some(Value::Null) => Ok(None),
@@ -108,16 +98,6 @@ fn version_argument(arguments: &Map<String, Value>, name: &str) -> Result<Option
             .filter(|&n| n >= 1)
             .map(Some)
             .ok_or_else(|| format!("{name} must be a version number, an integer from 1")),
-    }
-}
-
-fn unknown_arguments(arguments: &Map<String, Value>, known: &[&str]) -> Result<(), String> {
-    match arguments.keys().find(|k| !known.contains(&k.as_str())) {
-        Some(other) => Err(format!(
-            "unknown argument {other:?}: this tool takes {}",
-            known.join(", ")
-        )),
-        None => Ok(()),
     }
 }
 

@@ -3,8 +3,12 @@
 //! - `search` (`search.rs`): find documents by their words.
 //! - `history` and `diff` (`history.rs`): a document's versions, and what
 //!   changed between two of them.
+//! - `read`, `outline` and `list` (`read.rs`): documents read in parts, their
+//!   headings, and a listing, for clients that call tools but cannot read
+//!   resources.
 
 mod history;
+mod read;
 mod search;
 
 use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ListToolsResult, Resource};
@@ -14,6 +18,8 @@ use serde_json::{Map, Value};
 use super::Context;
 use super::error::RpcError;
 use super::handlers::{Freshness, Handled, to_json};
+use crate::doc::DocKey;
+use crate::uri;
 
 pub use search::{run, structured};
 
@@ -25,6 +31,9 @@ const STRUCTURED_SINCE: &str = "2025-06-18";
 pub fn list_json() -> String {
     let tools = vec![
         search::tool(),
+        read::read_tool(),
+        read::outline_tool(),
+        read::list_tool(),
         history::history_tool(),
         history::diff_tool(),
     ];
@@ -44,17 +53,51 @@ fn object(value: Value) -> JsonObject {
 /// one `resource_link` per link and `structuredContent`; before, the text
 /// and the JSON as a second text block (neither existed yet).
 fn result(protocol: &str, text: String, links: Vec<Resource>, structured: Value) -> CallToolResult {
+    result_blocks(protocol, vec![text], links, structured)
+}
+
+/// The document named by the `uri` argument, or what to change.
+pub(super) fn document(arguments: &Map<String, Value>) -> Result<DocKey, String> {
+    let text = match arguments.get("uri") {
+        Some(Value::String(text)) => text,
+        Some(_) => return Err("uri must be a string: orchestra://{prefix}/{id}".into()),
+        None => return Err("uri is required: orchestra://{prefix}/{id}".into()),
+    };
+    uri::parse(text).map_err(|e| format!("invalid uri: {e}"))
+}
+
+/// A message naming the first argument a tool does not take.
+pub(super) fn unknown_arguments(
+    arguments: &Map<String, Value>,
+    known: &[&str],
+) -> Result<(), String> {
+    match arguments.keys().find(|k| !known.contains(&k.as_str())) {
+        Some(other) => Err(format!(
+            "unknown argument {other:?}: this tool takes {}",
+            known.join(", ")
+        )),
+        None => Ok(()),
+    }
+}
+
+/// A tool's answer made of several text blocks (the first is the answer
+/// itself, whole), then the links, in the shape `protocol` knows, as
+/// [`result`] does.
+fn result_blocks(
+    protocol: &str,
+    blocks: Vec<String>,
+    links: Vec<Resource>,
+    structured: Value,
+) -> CallToolResult {
+    let mut content: Vec<ContentBlock> = blocks.into_iter().map(ContentBlock::text).collect();
     let mut result = if protocol >= STRUCTURED_SINCE {
-        let mut content = vec![ContentBlock::text(text)];
         content.extend(links.into_iter().map(ContentBlock::resource_link));
         let mut result = CallToolResult::success(content);
         result.structured_content = Some(structured);
         result
     } else {
-        CallToolResult::success(vec![
-            ContentBlock::text(text),
-            ContentBlock::text(structured.to_string()),
-        ])
+        content.push(ContentBlock::text(structured.to_string()));
+        CallToolResult::success(content)
     };
     result.result_type = None;
     result
@@ -80,9 +123,12 @@ pub fn call(ctx: &Context, version: &str, params: CallParams) -> Result<Handled,
         search::SEARCH => search::call(ctx, version, &arguments)?,
         history::HISTORY => history::history(ctx, version, &arguments)?,
         history::DIFF => history::diff(ctx, &arguments)?,
+        read::READ => read::read(ctx, version, &arguments)?,
+        read::OUTLINE => read::outline(ctx, version, &arguments)?,
+        read::LIST => read::list(ctx, version, &arguments)?,
         other => {
             return Err(RpcError::invalid_params(format!(
-                "unknown tool {other:?}: orchestra's tools are \"search\", \"history\" and \"diff\""
+                "unknown tool {other:?}: orchestra's tools are \"search\", \"read\", \"outline\", \"list\", \"history\" and \"diff\""
             )));
         }
     };

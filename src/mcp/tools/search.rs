@@ -16,7 +16,7 @@ pub const SEARCH: &str = "search";
 
 const DESCRIPTION: &str = "Find documents of this project's backlog (features, notes, docs) by their words. \
 Use it before reading: it answers with ranked links (orchestra:// URIs) with titles and snippets, not bodies; \
-read the documents that matter with resources/read. \
+read the documents that matter with the read tool (or resources/read), long ones by section after outline. \
 Query language: `login code` (both words), `\"sign in\"` (phrase), `sync*` (prefix), `-draft` (without the word), \
 `login OR signin` (either); ids and words with punctuation are found as written (`FEAT-0012`, `v2.1`). \
 Case and accents never matter. `under` restricts to a prefix or a folder (`features`, `docs/adr`); \
@@ -306,7 +306,9 @@ fn text(args: &Arguments, page: &SearchPage, next: Option<&str>) -> String {
         Some(cursor) => text.push_str(&format!(
             "More: call search again with the same arguments and cursor {cursor:?}."
         )),
-        None => text.push_str("Read a document with resources/read and its URI."),
+        None => {
+            text.push_str("Read a document with the read tool (or resources/read) and its URI.")
+        }
     }
     text
 }
