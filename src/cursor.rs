@@ -9,8 +9,9 @@
 //! validated like any client-supplied key.
 //!
 //! Search cursors: `b"s1"` ‖ the search's 8-byte fingerprint ‖ `b'o'` and a
-//! little-endian u64 offset (ranked hits) or `b'k'` and a key as above (hits
-//! in key order) ‖ the same checksum. A cursor of another search is refused,
+//! little-endian u64 offset (ranked hits), `b'r'` and the same (ranked hits
+//! of the relaxed search: any of the words) or `b'k'` and a key as above
+//! (hits in key order) ‖ the same checksum. A cursor of another search is refused,
 //! never applied to this one.
 //!
 //! History cursors: `b"h1"` ‖ 8 bytes of the blake3 hash of the document's
@@ -84,6 +85,9 @@ pub fn decode(cursor: &str) -> Result<DocKey, CursorError> {
 pub enum SearchResume {
     /// After this many hits of a ranked search.
     Offset(u64),
+    /// After this many hits of a relaxed search: the documents that hold
+    /// any of the query's words, when none holds them all.
+    Relaxed(u64),
     /// After this key, for searches listed in key order (filters only).
     After(DocKey),
 }
@@ -97,6 +101,10 @@ pub fn encode_search(query: &[u8; 8], resume: &SearchResume) -> String {
     match resume {
         SearchResume::Offset(offset) => {
             payload.push(b'o');
+            payload.extend_from_slice(&offset.to_le_bytes());
+        }
+        SearchResume::Relaxed(offset) => {
+            payload.push(b'r');
             payload.extend_from_slice(&offset.to_le_bytes());
         }
         SearchResume::After(key) => {
@@ -124,6 +132,10 @@ pub fn decode_search(cursor: &str, query: &[u8; 8]) -> Result<SearchResume, Curs
         Some((b'o', offset)) => {
             let offset: [u8; 8] = offset.try_into().map_err(|_| CursorError::Malformed)?;
             Ok(SearchResume::Offset(u64::from_le_bytes(offset)))
+        }
+        Some((b'r', offset)) => {
+            let offset: [u8; 8] = offset.try_into().map_err(|_| CursorError::Malformed)?;
+            Ok(SearchResume::Relaxed(u64::from_le_bytes(offset)))
         }
         Some((b'k', key)) => decode_key(key).map(SearchResume::After),
         _ => Err(CursorError::Malformed),

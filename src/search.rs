@@ -8,6 +8,14 @@
 //! - `login OR signin`: either (OR binds tighter than the implicit AND:
 //!   `login OR signin code` is `(login OR signin) AND code`).
 //!
+//! Questions: a query of plain words (two or more, none quoted, excluded or
+//! joined by OR; `sync*` is a plain word) that no document holds all of is
+//! relaxed: it is answered with the documents that hold any of them, ranked
+//! ([`Compiled::relaxed`]). A query of more than [`MAX_TERMS`] different
+//! terms (a pasted sentence) is answered from the [`MAX_TERMS`] found in the
+//! fewest documents, the others left out as if not written
+//! ([`Search::compile_selected`]); the answer names the terms it used.
+//!
 //! Every other character is text. Each term becomes a quoted FTS5 string,
 //! so `FEAT-0012`, `C++`, `v2.1`, `foo.bar`, `AND` or `NEAR(` are words to
 //! find, never operators. The tokenizer splits on punctuation, so a term
@@ -25,9 +33,10 @@ pub const DEFAULT_LIMIT: usize = 20;
 pub const MAX_LIMIT: usize = 100;
 /// The most `where` filters one search may carry.
 pub const MAX_FILTERS: usize = 16;
-/// The most distinct terms one query may hold. FTS5's snippets cost grows
-/// with terms times matches: a 4 KiB query of one word repeated took seconds
-/// per page. Repeated terms count once.
+/// The most distinct terms one query is answered from: a longer one is
+/// answered from its most selective ones. FTS5's snippets cost grows with
+/// terms times matches: a 4 KiB query of one word repeated took seconds per
+/// page. Repeated terms count once.
 pub const MAX_TERMS: usize = 32;
 
 /// Why a search was refused. The messages go to users and agents verbatim:
@@ -50,8 +59,6 @@ pub enum SearchError {
     Where(String),
     #[error("at most {max} where filters may be combined", max = MAX_FILTERS)]
     TooManyFilters,
-    #[error("the query has {0} different terms; use at most {max}", max = MAX_TERMS)]
-    TooManyTerms(usize),
     #[error("{0}")]
     Cursor(#[from] crate::cursor::CursorError),
 }
@@ -151,10 +158,6 @@ impl Search {
         if filters.len() > MAX_FILTERS {
             return Err(SearchError::TooManyFilters);
         }
-        let terms = distinct_terms(&items(&query)).len();
-        if terms > MAX_TERMS {
-            return Err(SearchError::TooManyTerms(terms));
-        }
         filters.sort();
         filters.dedup();
         Ok(Search {
@@ -191,6 +194,70 @@ impl Search {
     pub fn compile(&self) -> Compiled {
         compile(&self.query)
     }
+
+    /// The query's different terms as FTS5 strings (`"word"`, `"sign in"`,
+    /// `"sync" *`), in the order they first appear: what a store counts the
+    /// documents of when the query [`is_long`](Search::is_long). A term and
+    /// its exclusion are two terms with the same string.
+    pub fn terms(&self) -> Vec<String> {
+        distinct_terms(&items(&self.query))
+            .iter()
+            .map(|term| term.fts())
+            .collect()
+    }
+
+    /// Whether the query holds more than [`MAX_TERMS`] different terms: then
+    /// it is compiled by [`compile_selected`](Search::compile_selected).
+    pub fn is_long(&self) -> bool {
+        distinct_terms(&items(&self.query)).len() > MAX_TERMS
+    }
+
+    /// Compiles a long query from its [`MAX_TERMS`] most selective terms:
+    /// `documents[i]` is the number of documents that hold term `i` of
+    /// [`terms`](Search::terms); the terms in the fewest are kept (ties: the
+    /// earlier first), the others left out of the query as if not written
+    /// (from a group of `OR`, from the exclusions). `used` names the kept ones.
+    pub fn compile_selected(&self, documents: &[u64]) -> Compiled {
+        let terms = distinct_terms(&items(&self.query)).len();
+        let mut order: Vec<usize> = (0..terms).collect();
+        order.sort_by_key(|&i| (documents.get(i).copied().unwrap_or(u64::MAX), i));
+        let mut keep = vec![false; terms];
+        for &i in order.iter().take(MAX_TERMS) {
+            keep[i] = true;
+        }
+        let mut compiled = compile_keeping(&self.query, &keep);
+        compiled.used = Some(
+            distinct_terms(&items(&self.query))
+                .into_iter()
+                .zip(&keep)
+                .filter(|(_, kept)| **kept)
+                .map(|(term, _)| term.written())
+                .collect(),
+        );
+        compiled
+    }
+}
+
+/// What a page says of how `search` was answered when it was not answered
+/// as written (from the terms `used`, `relaxed`), for people and agents:
+/// sentences that end with a period; empty otherwise.
+pub fn how_answered(search: &Search, used: Option<&[String]>, relaxed: bool) -> String {
+    let mut text = String::new();
+    if let Some(used) = used {
+        text.push_str(&format!(
+            "The query has {} different terms; it was answered from the {} found in the fewest documents: {}.",
+            search.terms().len(),
+            used.len(),
+            used.join(" ")
+        ));
+    }
+    if relaxed {
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        text.push_str("No document has all of these words; these have some of them.");
+    }
+    text
 }
 
 /// A query as FTS5 expressions.
@@ -201,14 +268,25 @@ pub struct Compiled {
     pub matching: Option<String>,
     /// What hits must not match, when the query has only exclusions.
     pub excluded: Option<String>,
+    /// Any of the query's words (`"login" OR "code"`), when it is two or
+    /// more plain words and nothing else (none quoted, excluded or joined by
+    /// `OR`; a prefix word is plain): what a store answers with when no
+    /// document matches `matching`, `under` and `where` still applied.
+    pub relaxed: Option<String>,
+    /// For a long query, the terms it was compiled from, as written
+    /// (`word`, `"a phrase"`, `sync*`, `-draft`), in query order.
+    pub used: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Item {
-    Term(Term),
+    /// A term, and whether it was written in quotes.
+    Term(Term, bool),
     Or,
 }
 
+/// What a term finds: two terms written differently (`login`, `"login"`)
+/// are the same term when they are equal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Term {
     text: String,
@@ -217,6 +295,32 @@ struct Term {
 }
 
 impl Term {
+    /// The term as a query would write it.
+    fn written(&self) -> String {
+        let mut written = String::new();
+        if self.negated {
+            written.push('-');
+        }
+        let bare = !self.text.is_empty()
+            && !self.text.starts_with('-')
+            && self.text != "OR"
+            && !self
+                .text
+                .contains(|c: char| c.is_whitespace() || c == '"' || c == '*');
+        match bare {
+            true => written.push_str(&self.text),
+            false => {
+                written.push('"');
+                written.push_str(&self.text);
+                written.push('"');
+            }
+        }
+        if self.prefix {
+            written.push('*');
+        }
+        written
+    }
+
     fn fts(&self) -> String {
         let mut quoted = String::with_capacity(self.text.len() + 4);
         quoted.push('"');
@@ -279,11 +383,14 @@ fn items(query: &str) -> Vec<Item> {
         }
         // A term without a letter or digit has no words to find.
         if text.chars().any(char::is_alphanumeric) {
-            items.push(Item::Term(Term {
-                text,
-                prefix,
-                negated,
-            }));
+            items.push(Item::Term(
+                Term {
+                    text,
+                    prefix,
+                    negated,
+                },
+                quoted,
+            ));
         }
     }
     items
@@ -293,7 +400,7 @@ fn items(query: &str) -> Vec<Item> {
 fn distinct_terms(items: &[Item]) -> Vec<&Term> {
     let mut terms: Vec<&Term> = Vec::new();
     for item in items {
-        if let Item::Term(term) = item
+        if let Item::Term(term, _) = item
             && !terms.contains(&term)
         {
             terms.push(term);
@@ -305,39 +412,77 @@ fn distinct_terms(items: &[Item]) -> Vec<&Term> {
 /// Compiles a query. Any string gives valid FTS5 expressions. A term that
 /// repeats one already in the query adds nothing and is left out.
 pub fn compile(query: &str) -> Compiled {
+    let terms = distinct_terms(&items(query)).len();
+    compile_keeping(query, &vec![true; terms])
+}
+
+/// A positive term of a query, as it stands in its group.
+struct Positive {
+    term: Term,
+    quoted: bool,
+    /// Its number among the query's distinct terms.
+    index: usize,
+}
+
+/// Compiles a query from the distinct terms that `keep` says, by their
+/// number in [`distinct_terms`]: the query's structure is read whole, then
+/// the other terms are taken out of it.
+fn compile_keeping(query: &str, keep: &[bool]) -> Compiled {
     // Groups of positive terms joined by OR; the groups are ANDed.
-    let mut groups: Vec<Vec<Term>> = Vec::new();
-    let mut excluded: Vec<Term> = Vec::new();
+    let mut groups: Vec<Vec<Positive>> = Vec::new();
+    let mut excluded: Vec<(Term, usize)> = Vec::new();
     let mut or_pending = false;
     let mut seen: Vec<Term> = Vec::new();
     for item in items(query) {
-        if let Item::Term(term) = &item {
-            if seen.contains(term) {
-                or_pending = false;
-                continue;
-            }
-            seen.push(term.clone());
-        }
         match item {
             Item::Or => or_pending = !groups.is_empty(),
-            Item::Term(term) if term.negated => {
-                excluded.push(term);
-                or_pending = false;
-            }
-            Item::Term(term) => {
-                match groups.last_mut() {
-                    Some(group) if or_pending => group.push(term),
-                    _ => groups.push(vec![term]),
+            Item::Term(term, quoted) => {
+                if seen.contains(&term) {
+                    or_pending = false;
+                    continue;
+                }
+                let index = seen.len();
+                seen.push(term.clone());
+                if term.negated {
+                    excluded.push((term, index));
+                } else {
+                    let positive = Positive {
+                        term,
+                        quoted,
+                        index,
+                    };
+                    match groups.last_mut() {
+                        Some(group) if or_pending => group.push(positive),
+                        _ => groups.push(vec![positive]),
+                    }
                 }
                 or_pending = false;
             }
         }
     }
+    let kept = |index: usize| keep.get(index).copied().unwrap_or(false);
+    for group in &mut groups {
+        group.retain(|positive| kept(positive.index));
+    }
+    groups.retain(|group| !group.is_empty());
+    excluded.retain(|(_, index)| kept(*index));
+    let plain = groups.len() >= 2
+        && excluded.is_empty()
+        && groups
+            .iter()
+            .all(|group| matches!(group.as_slice(), [one] if !one.quoted));
+    let relaxed = plain.then(|| {
+        groups
+            .iter()
+            .map(|group| group[0].term.fts())
+            .collect::<Vec<_>>()
+            .join(" OR ")
+    });
     let positive = (!groups.is_empty()).then(|| {
         groups
             .iter()
             .map(|group| {
-                let terms: Vec<String> = group.iter().map(Term::fts).collect();
+                let terms: Vec<String> = group.iter().map(|p| p.term.fts()).collect();
                 if terms.len() == 1 {
                     terms[0].clone()
                 } else {
@@ -350,23 +495,19 @@ pub fn compile(query: &str) -> Compiled {
     let excluded = (!excluded.is_empty()).then(|| {
         excluded
             .iter()
-            .map(Term::fts)
+            .map(|(term, _)| term.fts())
             .collect::<Vec<_>>()
             .join(" OR ")
     });
-    match (positive, excluded) {
-        (Some(positive), Some(excluded)) => Compiled {
-            matching: Some(format!("({positive}) NOT ({excluded})")),
-            excluded: None,
-        },
-        (Some(positive), None) => Compiled {
-            matching: Some(positive),
-            excluded: None,
-        },
-        (None, excluded) => Compiled {
-            matching: None,
-            excluded,
-        },
+    let (matching, excluded) = match (positive, excluded) {
+        (Some(positive), Some(excluded)) => (Some(format!("({positive}) NOT ({excluded})")), None),
+        (positive, excluded) => (positive, excluded),
+    };
+    Compiled {
+        matching,
+        excluded,
+        relaxed,
+        used: None,
     }
 }
 
@@ -442,12 +583,139 @@ mod tests {
         check("word word Word word", Some(r#""word" AND "Word""#), None);
         check("a OR a b", Some(r#""a" AND "b""#), None);
         let many: Vec<String> = (0..=MAX_TERMS).map(|i| format!("w{i}")).collect();
-        assert_eq!(
-            Search::new(many.join(" "), None, vec![]),
-            Err(SearchError::TooManyTerms(MAX_TERMS + 1))
+        let long = Search::new(many.join(" "), None, vec![]).unwrap();
+        assert!(long.is_long());
+        assert!(
+            !Search::new(many[..MAX_TERMS].join(" "), None, vec![])
+                .unwrap()
+                .is_long()
         );
-        assert!(Search::new(many[..MAX_TERMS].join(" "), None, vec![]).is_ok());
-        assert!(Search::new("word ".repeat(800), None, vec![]).is_ok());
+        assert!(
+            !Search::new("word ".repeat(800), None, vec![])
+                .unwrap()
+                .is_long()
+        );
+    }
+
+    #[track_caller]
+    fn relaxed(query: &str, expected: Option<&str>) {
+        assert_eq!(compile(query).relaxed.as_deref(), expected, "{query:?}");
+    }
+
+    #[test]
+    fn only_plain_words_are_relaxed() {
+        relaxed("login code", Some(r#""login" OR "code""#));
+        relaxed("login code sync*", Some(r#""login" OR "code" OR "sync" *"#));
+        relaxed("FEAT-0012 login", Some(r#""FEAT-0012" OR "login""#));
+        relaxed("login login code", Some(r#""login" OR "code""#));
+        relaxed("a OR a b", Some(r#""a" OR "b""#));
+        // One word has nothing to relax.
+        relaxed("login", None);
+        relaxed("login login", None);
+        // Phrases, exclusions and OR keep their meaning.
+        relaxed(r#""sign in" code"#, None);
+        relaxed(r#""login" code"#, None);
+        relaxed("login -draft code", None);
+        relaxed("login OR signin code", None);
+        relaxed("-draft -wip", None);
+        relaxed("", None);
+    }
+
+    /// The terms of a query, each with a number of documents.
+    fn selected(query: &str, documents: &[(&str, u64)]) -> Compiled {
+        let search = Search::new(query, None, vec![]).unwrap();
+        let terms = search.terms();
+        let counts: Vec<u64> = terms
+            .iter()
+            .map(|term| {
+                documents
+                    .iter()
+                    .find(|(t, _)| term == t)
+                    .map_or(1000, |(_, n)| *n)
+            })
+            .collect();
+        search.compile_selected(&counts)
+    }
+
+    #[test]
+    fn a_long_query_keeps_its_most_selective_terms() {
+        // 40 words: w0..w39, w<i> in 1000 - i documents but w5 in none.
+        let words: Vec<String> = (0..40).map(|i| format!("w{i}")).collect();
+        let counts: Vec<(String, u64)> = words
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (format!("\"{w}\""), if i == 5 { 0 } else { 1000 - i as u64 }))
+            .collect();
+        let counts: Vec<(&str, u64)> = counts.iter().map(|(t, n)| (t.as_str(), *n)).collect();
+        let compiled = selected(&words.join(" "), &counts);
+        // Kept: w5 and w8..w39 less... the 32 in the fewest documents.
+        let mut expected: Vec<String> = (8..40).map(|i| format!("w{i}")).collect();
+        expected.insert(0, "w5".to_string());
+        expected.retain(|w| w != "w8");
+        assert_eq!(compiled.used.as_deref(), Some(expected.as_slice()));
+        let quoted: Vec<String> = expected.iter().map(|w| format!("\"{w}\"")).collect();
+        assert_eq!(compiled.matching, Some(quoted.join(" AND ")));
+        assert_eq!(compiled.relaxed, Some(quoted.join(" OR ")));
+        // Ties go to the earlier terms.
+        let compiled = selected(&words.join(" "), &[]);
+        assert_eq!(compiled.used.unwrap(), &words[..MAX_TERMS]);
+        // A dropped term leaves its group of OR and the exclusions; what is
+        // left keeps its meaning, and is not relaxed when it is not plain.
+        let mut query = words[..31].join(" ");
+        query.push_str(r#" common OR rare -often -seldom "a phrase""#);
+        let compiled = selected(
+            &query,
+            &[("\"rare\"", 1), ("\"seldom\"", 1), ("\"a phrase\"", 1)],
+        );
+        let used = compiled.used.unwrap();
+        assert_eq!(used.len(), MAX_TERMS);
+        assert_eq!(&used[28..], ["w28", "rare", "-seldom", r#""a phrase""#]);
+        let matching = compiled.matching.unwrap();
+        assert!(
+            matching.ends_with(r#"AND "w28" AND "rare" AND "a phrase") NOT ("seldom")"#),
+            "{matching}"
+        );
+        assert_eq!(compiled.relaxed, None);
+    }
+
+    #[test]
+    fn terms_are_written_back_as_a_query_would_write_them() {
+        let search = Search::new(
+            r#"login "sign in" sync* -draft -"no way" "OR" "-x" "solo""#,
+            None,
+            vec![],
+        )
+        .unwrap();
+        let written: Vec<String> = distinct_terms(&items(&search.query))
+            .iter()
+            .map(|t| t.written())
+            .collect();
+        assert_eq!(
+            written,
+            [
+                "login",
+                r#""sign in""#,
+                "sync*",
+                "-draft",
+                r#"-"no way""#,
+                r#""OR""#,
+                r#""-x""#,
+                "solo"
+            ]
+        );
+        assert_eq!(
+            search.terms(),
+            [
+                r#""login""#,
+                r#""sign in""#,
+                r#""sync" *"#,
+                r#""draft""#,
+                r#""no way""#,
+                r#""OR""#,
+                r#""-x""#,
+                r#""solo""#
+            ]
+        );
     }
 
     #[test]

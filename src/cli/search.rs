@@ -57,6 +57,11 @@ pub fn run(args: &SearchArgs) -> Result<bool> {
         .map(|c| cursor::decode_search(c, &fingerprint))
         .transpose()?;
     let page = super::open(&args.db)?.search(&query, resume.as_ref(), limit)?;
+    let how = search::how_answered(&query, page.terms.as_deref(), page.relaxed);
+    // For people, on stderr: stdout stays one hit per line.
+    if !how.is_empty() {
+        eprintln!("{how}");
+    }
     let mut out = std::io::stdout().lock();
     if args.json {
         for hit in &page.hits {
@@ -66,6 +71,14 @@ pub fn run(args: &SearchArgs) -> Result<bool> {
                 "snippet": hit.snippet,
                 "score": hit.score,
             });
+            // How the search was answered, on every line, as the tool's
+            // structuredContent says it.
+            if page.relaxed {
+                line["relaxed"] = serde_json::Value::Bool(true);
+            }
+            if let Some(terms) = &page.terms {
+                line["terms"] = serde_json::json!(terms);
+            }
             if let Some(description) = &hit.description {
                 line["description"] = serde_json::Value::from(description.clone());
             }

@@ -643,6 +643,11 @@ async fn stateless_listens_are_tagged_and_cancellable() {
 /// (`2026-07-28`: stateless), on the fixture; the response's `result`.
 async fn search_call(version: &str, arguments: Value) -> Value {
     let (_dir, store) = fixture();
+    search_call_on(store, version, arguments).await
+}
+
+/// [`search_call`] on `store`.
+async fn search_call_on(store: Store, version: &str, arguments: Value) -> Value {
     let call = |id: u32| {
         let mut params = json!({"name": "search", "arguments": arguments});
         if version == STATELESS_VERSION {
@@ -795,6 +800,97 @@ async fn search_pages_follow_the_cursor_and_refuse_others() {
             json!("orchestra://features/FEAT-002")
         ]
     );
+}
+
+#[tokio::test]
+async fn a_question_no_document_answers_whole_is_relaxed_and_says_so() {
+    // `one two`: no document holds both; FEAT-001 and FEAT-002 one each.
+    let mut seen = Vec::new();
+    let mut cursor = Value::Null;
+    for page in 0.. {
+        let (_dir, store) = fixture();
+        let result = search_call_on(
+            store,
+            "2025-11-25",
+            json!({"query": "one two", "limit": 1, "cursor": cursor}),
+        )
+        .await;
+        let structured = &result["structuredContent"];
+        assert_eq!(structured["relaxed"], true, "page {page}: {result}");
+        assert_eq!(structured["total"], 2);
+        assert!(structured.get("terms").is_none());
+        let text = result["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.starts_with("No document has all of these words; these have some of them.\n"),
+            "{text}"
+        );
+        seen.push(structured["hits"][0]["uri"].clone());
+        cursor = structured["nextCursor"].clone();
+        if cursor.is_null() {
+            break;
+        }
+    }
+    seen.sort_by_key(|uri| uri.to_string());
+    assert_eq!(
+        seen,
+        [
+            json!("orchestra://features/FEAT-001"),
+            json!("orchestra://features/FEAT-002")
+        ]
+    );
+    // A phrase, an exclusion or OR is not relaxed.
+    for query in ["\"one\" two", "one two -adr", "one OR adr two"] {
+        let result = search_call("2025-11-25", json!({"query": query})).await;
+        let structured = &result["structuredContent"];
+        assert_eq!(structured["total"], 0, "{query}: {result}");
+        assert!(structured.get("relaxed").is_none(), "{query}: {result}");
+        assert!(
+            !result["content"][0]["text"]
+                .as_str()
+                .unwrap()
+                .contains("some of them")
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_pasted_sentence_is_answered_and_names_the_words_used() {
+    // 58 words in every document, `kestrel` and `osprey` in one each.
+    let common: Vec<String> = (0..58).map(|i| format!("common{i}")).collect();
+    let body = |extra: &str| format!("# Log\n{} {extra}\n", common.join(" ")).into_bytes();
+    let (a, b, c) = (body("kestrel"), body("osprey"), body(""));
+    let docs: [(Prefix, &str, &[u8]); 3] = [
+        (Prefix::Notes, "a", &a),
+        (Prefix::Notes, "b", &b),
+        (Prefix::Notes, "c", &c),
+    ];
+    let sentence = format!("{} kestrel osprey", common.join(" "));
+    for version in ["2025-11-25", STATELESS_VERSION] {
+        let (_dir, store) = store_with(&docs);
+        let result = search_call_on(store, version, json!({"query": sentence})).await;
+        assert!(result.get("isError").is_none_or(|e| e == false), "{result}");
+        let structured = &result["structuredContent"];
+        // The 32 in the fewest documents: the two rare words, and the
+        // first 30 of the others; nothing holds them all.
+        let mut used: Vec<String> = common[..30].to_vec();
+        used.extend(["kestrel".to_string(), "osprey".to_string()]);
+        assert_eq!(structured["terms"], json!(used), "{version}");
+        assert_eq!(structured["relaxed"], true);
+        assert_eq!(structured["total"], 3);
+        let top: Vec<&str> = structured["hits"].as_array().unwrap()[..2]
+            .iter()
+            .map(|h| h["uri"].as_str().unwrap())
+            .collect();
+        assert_eq!(top, ["orchestra://notes/a", "orchestra://notes/b"]);
+        let text = result["content"][0]["text"].as_str().unwrap();
+        assert!(
+            text.starts_with(&format!(
+                "The query has 60 different terms; it was answered from the 32 found in the fewest documents: {}. No document has all",
+                used.join(" ")
+            )),
+            "{text}"
+        );
+    }
 }
 
 #[tokio::test]

@@ -367,3 +367,85 @@ fn the_search_endpoint_answers_the_tool_shape() {
         .send();
     assert_eq!(resp.status, 403);
 }
+
+#[test]
+fn a_question_is_relaxed_and_a_long_query_answered_from_the_terminal_and_http() {
+    let p = fixture_project();
+    let json_hits = |out: &Output| -> Vec<Value> {
+        out.stdout_lines()
+            .iter()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    };
+    let uri_set = |hits: &[Value]| {
+        let mut uris: Vec<String> = hits
+            .iter()
+            .map(|h| h["uri"].as_str().unwrap().to_string())
+            .collect();
+        uris.sort();
+        uris
+    };
+    let sync = search(&p, &["sync", "--json", "--limit", "100"]);
+    sync.assert_success();
+    let sync = json_hits(&sync);
+    assert!(sync.iter().all(|h| h.get("relaxed").is_none()));
+    // No document holds `xylophone`: the documents with `sync`, said so on
+    // stderr and on every JSON line.
+    let out = search(&p, &["xylophone", "sync", "--json", "--limit", "100"]);
+    out.assert_success();
+    let relaxed = json_hits(&out);
+    assert_eq!(uri_set(&relaxed), uri_set(&sync));
+    assert!(relaxed.iter().all(|h| h["relaxed"] == true), "{out:?}");
+    assert_eq!(
+        out.stderr,
+        "No document has all of these words; these have some of them.\n"
+    );
+    let out = search(&p, &["xylophone", "sync"]);
+    out.assert_success();
+    assert_eq!(uris(&out).len(), sync.len().min(20));
+    assert!(out.stderr.contains("some of them"), "{out:?}");
+    // A phrase is not relaxed: nothing, exit 1.
+    let out = search(&p, &["\"xylophone sync\""]);
+    assert_eq!(
+        (out.code, out.stdout.as_str(), out.stderr.as_str()),
+        (Some(1), "", "")
+    );
+
+    let s = HttpServer::start(&p, &[]);
+    let mut seen = Vec::new();
+    let mut cursor = None::<String>;
+    loop {
+        let mut params = vec![("q", "xylophone sync"), ("limit", "2")];
+        if let Some(c) = &cursor {
+            params.push(("cursor", c));
+        }
+        let page = s.request("GET", &search_path(&params)).send().json();
+        assert_eq!(page["relaxed"], true, "{page}");
+        assert_eq!(page["total"].as_u64(), Some(sync.len() as u64));
+        seen.extend(page["hits"].as_array().unwrap().iter().cloned());
+        cursor = page["nextCursor"].as_str().map(str::to_string);
+        if cursor.is_none() {
+            break;
+        }
+    }
+    assert_eq!(
+        uri_set(&seen),
+        uri_set(&sync),
+        "the cursors resume the relaxed search"
+    );
+    // 60 words are answered, from 32 of them, named.
+    let words: Vec<String> = (0..60).map(|i| format!("pasted{i}")).collect();
+    let page = s
+        .request("GET", &search_path(&[("q", &words.join(" "))]))
+        .send();
+    page.expect(200);
+    let page = page.json();
+    assert_eq!(page["terms"], serde_json::json!(words[..32]), "{page}");
+    let out = search(&p, &[&words.join(" ")]);
+    assert_eq!(out.code, Some(1), "{out:?}");
+    assert!(
+        out.stderr
+            .starts_with("The query has 60 different terms; it was answered from the 32 found in the fewest documents: pasted0 pasted1"),
+        "{out:?}"
+    );
+}

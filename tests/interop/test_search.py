@@ -733,8 +733,10 @@ def test_filters_and_query_language(backlog: Backlog) -> None:
         ("either", {"query": "glimmerwick OR brontosaurine"}, term("glimmerwick") | term("brontosaurine")),
         ("either, then both", {"query": "glimmerwick OR brontosaurine quillfeather"},
          (term("glimmerwick") | term("brontosaurine")) & term("quillfeather")),
+        # No document holds all three words: relaxed to those with any (`or` among them).
         ("lower-case or is a word", {"query": "glimmerwick or brontosaurine"},
-         term("glimmerwick") & term("or") & term("brontosaurine")),
+         (term("glimmerwick") & term("or") & term("brontosaurine"))
+         or (term("glimmerwick") | term("or") | term("brontosaurine"))),
         ("phrase", {"query": '"amber lantern"'}, term("amber lantern")),
         ("phrase, other case", {"query": '"AMBER LANTERN"'}, term("amber lantern")),
         ("prefix", {"query": "zorbl*"}, term("zorbl", prefix=True)),
@@ -902,3 +904,107 @@ def test_reimport_after_edits(tmp_path: Path, backend: str) -> None:
     gone = {d.uri for d in deleted}
     assert not gone & {u for run in second for u in run.uris}, "a deleted document is still a hit"
     assert flipped.uri in first[2].uris and flipped.uri not in second[2].uris
+
+
+# --------------------------------------------------------------------------------------
+# questions: words spread over documents, and a pasted sentence
+
+QUESTION = ("vantablick", "orrimoss", "quenchard", "duskmallow", "pibroche", "thrumwell")
+RELAXED_TEXT = "No document has all of these words; these have some of them."
+MAX_TERMS = 32
+
+
+def expected_answer(b: Backlog, words: list[str]) -> tuple[set[str], bool, list[str] | None]:
+    """The reference for a query of plain words: the hits, whether relaxed, and the terms used when
+    it has more than 32 (the 32 in the fewest documents, ties to the earlier, in query order)."""
+    distinct = list(dict.fromkeys(words))
+    found = [b.term(w) for w in distinct]
+    used = None
+    if len(distinct) > MAX_TERMS:
+        kept = sorted(sorted(range(len(distinct)), key=lambda i: (len(found[i]), i))[:MAX_TERMS])
+        used = [distinct[i] for i in kept]
+        found = [found[i] for i in kept]
+    strict = set.intersection(*found)
+    if strict or len(found) < 2:
+        return strict, False, used
+    union = set.union(*found)
+    return (union, True, used) if union else (strict, False, used)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_questions_whose_words_are_spread_over_documents_find_them(tmp_path: Path, backend: str) -> None:
+    rng = random.Random(SEED + 2)
+    root = tmp_path / "project"
+    docs = generate_docs(rng)
+    text_docs = [d for d in docs if d.is_text]
+    # Each of 40 documents holds some of the question's words, never all of them.
+    holders = rng.sample(text_docs, 40)
+    for doc in holders:
+        for word in rng.sample(QUESTION, rng.randint(1, len(QUESTION) - 1)):
+            _insert(rng, doc, word)
+    for doc in docs:
+        doc.write(root)
+    db = new_db(tmp_path, "questions", backend)
+    run_import(root, db)
+    b = Backlog(root, db, docs)
+    assert not set.intersection(*(b.term(w) for w in QUESTION)), "generator: a document holds every word"
+    question = " ".join(QUESTION)
+    any_word = set.union(*(b.term(w) for w in QUESTION))
+    assert 20 < len(any_word) <= 40, f"generator: {len(any_word)} documents hold a word"
+    # A pasted sentence of 60 different words: the question's, common ones, and words no document has.
+    absent = [f"pastedword{unique}" for unique in "abcdefghijklmnopqrstuvwxyz"[:20]]
+    common = list(dict.fromkeys(FILLER))
+    sentence_words = (list(QUESTION) + common + absent)[:60]
+    sentence_words += [f"extra{c}word" for c in "abcdefghijklmnopqrstuvwxyz"][: 60 - len(sentence_words)]
+    assert len(set(sentence_words)) == 60
+    sentence = " ".join(sentence_words)
+    assert len(sentence.encode()) <= 4096
+    sentence_hits, sentence_relaxed, sentence_terms = expected_answer(b, sentence_words)
+    assert sentence_relaxed and sentence_terms and len(sentence_terms) == MAX_TERMS
+    # Two words that a document holds together: answered strictly.
+    together = QUESTION[0]
+    holder = next(d for d in holders if d.uri in b.term(together))
+
+    cases: list[tuple[str, dict[str, Any], set[str], bool]] = [
+        ("question", {"query": question}, any_word, True),
+        ("question under features", {"query": question, "under": "features"},
+         any_word & b.under("features"), True),
+        ("question where status=open", {"query": question, "where": {"status": "open"}},
+         any_word & b.where("status", "open"), True),
+        ("question as a phrase", {"query": f'"{QUESTION[0]} {QUESTION[1]}" ' + " ".join(QUESTION[2:])},
+         b.term(f"{QUESTION[0]} {QUESTION[1]}") & set.intersection(*(b.term(w) for w in QUESTION[2:])), False),
+        ("question with an exclusion", {"query": question + " -nowhereatall"}, set(), False),
+        ("question with OR", {"query": f"{QUESTION[0]} OR nowhereatall " + " ".join(QUESTION[1:])},
+         set.intersection(*(b.term(w) for w in QUESTION)), False),
+        ("question where status=nope", {"query": question, "where": {"status": "nope"}}, set(), False),
+        ("two words one document holds", {"query": f"{together} {holder.id.split('/')[-1]}"},
+         b.term(together) & b.term(holder.id.split('/')[-1]), False),
+        ("a pasted sentence", {"query": sentence}, sentence_hits, sentence_relaxed),
+    ]
+
+    async def body(client: Client) -> tuple[dict[str, Any], list[Run]]:
+        schema = await output_schema(client)
+        return schema, [await search_all(client, f"[{backend}] {label}", args, limit=5) for label, args, _, _ in cases]
+
+    schema, runs = with_client(db, "auto", body)
+    problems: list[str] = []
+    for (label, args, expected, relaxed), run in zip(cases, runs):
+        assert expected or not relaxed, label
+        problems += check_run(b, schema, run, expected, limit=5)
+        for n, page in enumerate(run.pages, 1):
+            sc = page.structured_content
+            text = page.content[0].text
+            # `relaxed` is present only when true.
+            if sc.get("relaxed", False) is not relaxed or sc.get("relaxed") is False:
+                problems.append(f"{run.label}: page {n}: relaxed {sc.get('relaxed')!r}, expected {relaxed}")
+            if (RELAXED_TEXT in text) != relaxed:
+                problems.append(f"{run.label}: page {n}: text {text[:120]!r}")
+            if args["query"] == sentence:
+                if sc.get("terms") != sentence_terms:
+                    problems.append(f"{run.label}: page {n}: terms {sc.get('terms')}, reference {sentence_terms}")
+                named = "The query has 60 different terms; it was answered from the 32 found in the fewest documents: "
+                if not text.startswith(named + " ".join(sentence_terms) + "."):
+                    problems.append(f"{run.label}: page {n}: text {text[:200]!r}")
+            elif "terms" in sc:
+                problems.append(f"{run.label}: page {n}: terms {sc['terms']} for a short query")
+    report(problems)

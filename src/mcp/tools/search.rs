@@ -19,7 +19,10 @@ Use it before reading: it answers with ranked links (orchestra:// URIs) with tit
 read the documents that matter with the read tool (or resources/read), long ones by section after outline. \
 Query language: `login code` (both words), `\"sign in\"` (phrase), `sync*` (prefix), `-draft` (without the word), \
 `login OR signin` (either); ids and words with punctuation are found as written (`FEAT-0012`, `v2.1`). \
-Case and accents never matter. `under` restricts to a prefix or a folder (`features`, `docs/adr`); \
+Case and accents never matter. \
+A question in plain words that no document answers with all of its words is answered with the documents that hold some of them, \
+best first (`relaxed: true`); a long query (a pasted sentence or error message) is answered from its 32 rarest words, named in `terms`. \
+`under` restricts to a prefix or a folder (`features`, `docs/adr`); \
 `where` to frontmatter values (`{\"status\": \"open\"}`; a list field matches when one item equals the value). \
 An empty query with filters lists the matching documents in key order.";
 
@@ -76,6 +79,15 @@ pub fn tool() -> Tool {
             },
             "total": {"type": "integer", "minimum": 0},
             "nextCursor": {"type": "string"},
+            "relaxed": {
+                "type": "boolean",
+                "description": "Present and true when no document holds all of the query's words: the hits hold some of them.",
+            },
+            "terms": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "Present when the query had more terms than a search uses: the terms it was answered from.",
+            },
         },
         "required": ["hits", "total"],
     });
@@ -219,11 +231,7 @@ pub fn run(
     };
     let page = match ctx.store() {
         Some(store) => store.reader()?.search(search, resume.as_ref(), limit)?,
-        None => SearchPage {
-            hits: Vec::new(),
-            total: 0,
-            next: None,
-        },
+        None => SearchPage::default(),
     };
     Ok(Ok(page))
 }
@@ -249,6 +257,12 @@ pub fn structured(page: &SearchPage, fingerprint: &[u8; 8]) -> Value {
     let mut value = json!({ "hits": hits, "total": page.total });
     if let Some(next) = &page.next {
         value["nextCursor"] = Value::from(cursor::encode_search(fingerprint, next));
+    }
+    if page.relaxed {
+        value["relaxed"] = Value::Bool(true);
+    }
+    if let Some(terms) = &page.terms {
+        value["terms"] = json!(terms);
     }
     value
 }
@@ -285,6 +299,11 @@ fn text(args: &Arguments, page: &SearchPage, next: Option<&str>) -> String {
     } else {
         format!("hits for {query:?}")
     };
+    let how = search::how_answered(&args.search, page.terms.as_deref(), page.relaxed);
+    if !how.is_empty() {
+        text.push_str(&how);
+        text.push('\n');
+    }
     if page.hits.is_empty() {
         text.push_str(&format!("No {what}."));
         return text;

@@ -17,7 +17,7 @@
 //! The only `unsafe` code of orchestra: FTS5's extension API is C. Each
 //! block says why it is sound.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::ffi::{CStr, c_int, c_void};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
@@ -55,6 +55,11 @@ thread_local! {
     static EVERY_HIT: Cell<bool> = const { Cell::new(false) };
     /// The query last ranked so on this thread.
     static COUNTED: Cell<Option<Counted>> = const { Cell::new(None) };
+    /// Whether the statement being stepped on this thread keeps its
+    /// phrases' numbers of rows ([`phrase_rows`]).
+    static KEEP_PHRASE_ROWS: Cell<bool> = const { Cell::new(false) };
+    /// The phrases' numbers of rows of the query last ranked so.
+    static PHRASE_ROWS: RefCell<Option<Vec<i64>>> = const { RefCell::new(None) };
 }
 
 /// A query ranked by [`ranking_every_hit`]: its hits, counted as they were
@@ -101,6 +106,27 @@ pub(super) fn ranking_every_hit<T>(query: impl FnOnce() -> T) -> (T, Option<Coun
     let result = query();
     drop(reset);
     (result, COUNTED.get())
+}
+
+/// Runs `query`, a statement that calls this function on this thread, and
+/// returns the number of rows that hold each phrase of its expression, as
+/// FTS5 counted them for their IDF on the first hit (`None` without a hit):
+/// the number of documents of each term of a long query, in one pass over
+/// each term's rows, in C.
+pub(super) fn phrase_rows<T>(query: impl FnOnce() -> T) -> (T, Option<Vec<i64>>) {
+    /// Ends the mode even when `query` panics.
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            KEEP_PHRASE_ROWS.set(false);
+        }
+    }
+    PHRASE_ROWS.set(None);
+    KEEP_PHRASE_ROWS.set(true);
+    let reset = Reset;
+    let result = query();
+    drop(reset);
+    (result, PHRASE_ROWS.take())
 }
 
 /// The query last ranked by [`ranking_every_hit`] on this thread,
@@ -419,6 +445,8 @@ unsafe fn start(
         let query_phrase = api.xQueryPhrase.ok_or(missing)?;
         let mut idf = Vec::new();
         let mut most_hits = 0;
+        let keep_rows = KEEP_PHRASE_ROWS.get();
+        let mut phrase_rows = Vec::new();
         for i in 0..n_phrase {
             let mut hits: i64 = 0;
             ok(query_phrase(
@@ -429,6 +457,12 @@ unsafe fn start(
             ))?;
             most_hits = most_hits.max(hits);
             idf.push(self::idf(rows, hits));
+            if keep_rows {
+                phrase_rows.push(hits);
+            }
+        }
+        if keep_rows {
+            PHRASE_ROWS.set(Some(phrase_rows));
         }
         // Reading every row's length costs about what looking up one in
         // [`BUILD_SHARE`] of them does: not worth it for a few hits, unless

@@ -101,12 +101,87 @@ impl PgReader {
         limit: usize,
     ) -> Result<SearchPage> {
         self.in_transaction(|| {
-            let compiled = search.compile();
-            match compiled.matching {
-                Some(matching) => self.ranked(search, &matching, resume, limit),
-                None => self.in_key_order(search, compiled.excluded.as_deref(), resume, limit),
-            }
+            let compiled = match search.is_long() {
+                true => search.compile_selected(&self.term_documents(&search.terms())?),
+                false => search.compile(),
+            };
+            // As on SQLite: a relaxed search's cursor resumes it; a query
+            // of plain words that no document holds all of is relaxed.
+            let mut page = match (&compiled.matching, &compiled.relaxed, resume) {
+                (_, Some(relaxed), Some(SearchResume::Relaxed(offset))) => {
+                    self.relaxed(search, relaxed, *offset, limit)?
+                }
+                (Some(matching), relaxed, resume) => {
+                    let offset = match resume {
+                        Some(SearchResume::Offset(offset) | SearchResume::Relaxed(offset)) => {
+                            *offset
+                        }
+                        // A key-order cursor cannot come from a search with
+                        // words: its fingerprint would differ. Start over
+                        // rather than fail.
+                        _ => 0,
+                    };
+                    let page = self.ranked(search, matching, offset, limit)?;
+                    match relaxed {
+                        Some(relaxed) if page.total == 0 && offset == 0 => {
+                            let relaxed = self.relaxed(search, relaxed, 0, limit)?;
+                            // Relaxed only when that finds something: else the
+                            // words are not what kept every document out.
+                            if relaxed.total > 0 { relaxed } else { page }
+                        }
+                        _ => page,
+                    }
+                }
+                (None, _, resume) => {
+                    self.in_key_order(search, compiled.excluded.as_deref(), resume, limit)?
+                }
+            };
+            page.terms = compiled.used;
+            Ok(page)
         })
+    }
+
+    /// A page of the relaxed search, its cursor marked to resume it.
+    fn relaxed(
+        &self,
+        search: &Search,
+        relaxed: &str,
+        offset: u64,
+        limit: usize,
+    ) -> Result<SearchPage> {
+        let mut page = self.ranked(search, relaxed, offset, limit)?;
+        page.relaxed = true;
+        page.next = page.next.map(|next| match next {
+            SearchResume::Offset(offset) => SearchResume::Relaxed(offset),
+            other => other,
+        });
+        Ok(page)
+    }
+
+    /// The number of documents that hold each of `terms` (the FTS5 strings
+    /// of `Search::terms`), in the whole index: one statement, a count of
+    /// each term's matches in the GIN index (exact, as SQLite's, so that both
+    /// choose the same terms).
+    fn term_documents(&self, terms: &[String]) -> Result<Vec<u64>> {
+        let queries: Vec<Option<String>> = terms
+            .iter()
+            .map(|term| Ok(Expr::parse(term)?.tsquery()))
+            .collect::<Result<_>>()?;
+        let with_words: Vec<String> = queries.iter().flatten().cloned().collect();
+        let rows = self.conn.borrow_mut().query(
+            "SELECT (SELECT count(*) FROM documents d WHERE d.search @@ u.q::tsquery)
+             FROM unnest($1::text[]) WITH ORDINALITY AS u(q, n) ORDER BY u.n",
+            &[&with_words],
+        )?;
+        let mut counts = rows.iter().map(|row| row.get::<_, i64>(0) as u64);
+        // A term without words is in no document.
+        Ok(queries
+            .iter()
+            .map(|query| match query {
+                Some(_) => counts.next().unwrap_or(0),
+                None => 0,
+            })
+            .collect())
     }
 
     /// Hits by relevance, ties by key, paged by offset as on SQLite.
@@ -114,23 +189,13 @@ impl PgReader {
         &self,
         search: &Search,
         matching: &str,
-        resume: Option<&SearchResume>,
+        offset: u64,
         limit: usize,
     ) -> Result<SearchPage> {
-        let offset = match resume {
-            Some(SearchResume::Offset(offset)) => *offset,
-            // A key-order cursor cannot come from a search with words: its
-            // fingerprint would differ. Start over rather than fail.
-            _ => 0,
-        };
         let expr = Expr::parse(matching)?;
         let Some(query) = expr.tsquery() else {
             // Terms without words: nothing matches.
-            return Ok(SearchPage {
-                hits: Vec::new(),
-                total: 0,
-                next: None,
-            });
+            return Ok(SearchPage::default());
         };
         let mut params = Params::default();
         let q = params.bind(query.clone());
@@ -183,6 +248,7 @@ impl PgReader {
             hits,
             total: total as u64,
             next,
+            ..SearchPage::default()
         })
     }
 
@@ -268,6 +334,7 @@ impl PgReader {
             hits,
             total: total as u64,
             next,
+            ..SearchPage::default()
         })
     }
 }

@@ -314,7 +314,12 @@ fn ranked_searches_find_the_same_documents_as_sqlite() {
         ("bold", Some(|w| w.has("bold"))),
         ("**bold**", Some(|w| w.starts("bold"))),
         ("C++", Some(|w| w.has("c"))),
-        ("AND NOT NEAR(", Some(|_| false)),
+        ("\"AND NOT NEAR(\"", Some(|_| false)),
+        // No document holds all three: relaxed to those with any.
+        (
+            "AND NOT NEAR(",
+            Some(|w| w.has("and") || w.has("not") || w.has("near")),
+        ),
         ("FEAT-0012", None),
         ("FEAT-001*", None),
         ("orchestra://features/FEAT-0012", None),
@@ -838,4 +843,176 @@ fn migration_0008_makes_the_stored_vectors_anew() {
             "{query:?}"
         );
     }
+}
+
+#[test]
+fn questions_and_long_queries_are_answered_alike() {
+    let both = BothStores::new();
+    // Each document holds some of the question's words, none all of them;
+    // word i of the 60-word sentence is in the documents j < 60 - i.
+    let question = ["quorvex", "blintaph", "zendrill", "morcaste"];
+    let words: Vec<String> = (0..60).map(|i| format!("lw{}x", unique(i))).collect();
+    let docs: Vec<NewDocument> = (0..60)
+        .map(|j| {
+            let mut body: Vec<&str> = (0..60)
+                .filter(|&i| j < 60 - i)
+                .map(|i| words[i].as_str())
+                .collect();
+            body.extend(
+                question
+                    .iter()
+                    .enumerate()
+                    .filter(|(q, _)| j % 5 != 0 && (j + q) % 3 == 0)
+                    .map(|(_, w)| *w),
+            );
+            let key = format!("{}/L{j:02}", ["notes", "features"][j % 2]);
+            let status = ["open", "closed"][j % 3 / 2];
+            new_doc(
+                &key,
+                "Long",
+                None,
+                Some(&format!(r#"{{"status":"{status}"}}"#)),
+                format!("---\nstatus: {status}\n---\n{}", body.join(" ")).as_bytes(),
+            )
+        })
+        .collect();
+    both.import(&docs.iter().cloned().map(Step::Put).collect::<Vec<_>>());
+    let (lite, pg) = (both.sqlite.reader().unwrap(), both.pg.reader().unwrap());
+    let holds = |d: &NewDocument, w: &str| Words::of(d).has(w);
+    let any_of = |terms: &[&str], admit: &dyn Fn(&NewDocument) -> bool| -> BTreeSet<String> {
+        docs.iter()
+            .filter(|d| admit(d) && terms.iter().any(|w| holds(d, w)))
+            .map(|d| d.key.to_string())
+            .collect()
+    };
+    assert!(docs.iter().all(|d| !question.iter().all(|w| holds(d, w))));
+    let sentence = words.join(" ");
+    let relaxed_sentence = format!("{sentence} nowhereword");
+    // query, under, filters, relaxed, the reference
+    type Case<'a> = (
+        String,
+        Option<&'a str>,
+        Vec<&'a str>,
+        bool,
+        BTreeSet<String>,
+    );
+    let kept: Vec<&str> = words[29..].iter().map(String::as_str).collect();
+    let cases: Vec<Case> = vec![
+        (
+            question.join(" "),
+            None,
+            vec![],
+            true,
+            any_of(&question, &|_| true),
+        ),
+        (
+            question.join(" "),
+            Some("features"),
+            vec![],
+            true,
+            any_of(&question, &|d| d.key.prefix.as_str() == "features"),
+        ),
+        (
+            question.join(" "),
+            None,
+            vec!["status=closed"],
+            true,
+            any_of(&question, &|d| {
+                d.frontmatter.as_deref().unwrap().contains("closed")
+            }),
+        ),
+        (
+            format!("\"{}\" {}", question[0], question[1..].join(" ")),
+            None,
+            vec![],
+            false,
+            BTreeSet::new(),
+        ),
+        (
+            format!("{} -nothing", question.join(" ")),
+            None,
+            vec![],
+            false,
+            BTreeSet::new(),
+        ),
+        (
+            format!("{} OR {}", question[0], question[1..].join(" ")),
+            None,
+            vec![],
+            false,
+            docs.iter()
+                .filter(|d| {
+                    (holds(d, question[0]) || holds(d, question[1]))
+                        && question[2..].iter().all(|w| holds(d, w))
+                })
+                .map(|d| d.key.to_string())
+                .collect(),
+        ),
+        (
+            sentence.clone(),
+            None,
+            vec![],
+            false,
+            ["notes/L00".to_string()].into(),
+        ),
+        (
+            relaxed_sentence.clone(),
+            None,
+            vec![],
+            true,
+            any_of(&kept, &|_| true),
+        ),
+    ];
+    for (query, under, filters, relaxed, expected) in &cases {
+        let s = search(query, *under, filters);
+        let label = format!("{query:.60} {under:?} {filters:?}");
+        for limit in [3, 100] {
+            let mut resume = None;
+            let mut got = (Vec::new(), Vec::new());
+            loop {
+                let a = lite.search(&s, resume.as_ref(), limit).unwrap();
+                let b = pg.search(&s, resume.as_ref(), limit).unwrap();
+                assert_eq!(
+                    (a.total, a.relaxed, &a.terms),
+                    (b.total, b.relaxed, &b.terms),
+                    "{label}"
+                );
+                assert_eq!(a.next, b.next, "{label}: the same cursors");
+                assert_eq!(
+                    (a.relaxed, a.total),
+                    (*relaxed, expected.len() as u64),
+                    "{label}"
+                );
+                got.0.extend(a.hits);
+                got.1.extend(b.hits);
+                match a.next {
+                    Some(next) => resume = Some(next),
+                    None => break,
+                }
+            }
+            assert_eq!(
+                key_set(&got.0),
+                *expected,
+                "{label}: SQLite, pages of {limit}"
+            );
+            assert_eq!(
+                key_set(&got.1),
+                *expected,
+                "{label}: PostgreSQL, pages of {limit}"
+            );
+        }
+    }
+    // Both choose the same terms of a long query: the 32 in the fewest
+    // documents, named on the page.
+    let page = pg
+        .search(&search(&relaxed_sentence, None, &[]), None, 1)
+        .unwrap();
+    let mut used: Vec<String> = kept.iter().map(|w| w.to_string()).collect();
+    used.push("nowhereword".to_string());
+    assert_eq!(page.terms, Some(used));
+    let counts = pg
+        .term_documents(&search(&relaxed_sentence, None, &[]).terms())
+        .unwrap();
+    assert_eq!(counts[..3], [60, 59, 58]);
+    assert_eq!(counts.last(), Some(&0));
 }

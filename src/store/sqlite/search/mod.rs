@@ -38,13 +38,22 @@ pub struct Hit {
 }
 
 /// One page of a search.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct SearchPage {
     pub hits: Vec<Hit>,
-    /// Hits of the whole search, on every page.
+    /// Hits of the whole search, on every page: of the relaxed search when
+    /// `relaxed`.
     pub total: u64,
-    /// Where the next page starts, when there is one.
+    /// Where the next page starts, when there is one (a relaxed search's
+    /// pages resume it: [`SearchResume::Relaxed`]).
     pub next: Option<SearchResume>,
+    /// Whether no document matched all of the query's words, and the hits
+    /// are the documents that hold any of them ([`Compiled::relaxed`](crate::search::Compiled::relaxed)).
+    pub relaxed: bool,
+    /// For a query of more than [`MAX_TERMS`](crate::search::MAX_TERMS)
+    /// terms, the terms it was answered from
+    /// ([`Compiled::used`](crate::search::Compiled::used)).
+    pub terms: Option<Vec<String>>,
 }
 
 /// Tokens FTS5 puts in a snippet before it is clipped to [`SNIPPET_CHARS`].
@@ -199,11 +208,90 @@ impl Reader {
         resume: Option<&SearchResume>,
         limit: usize,
     ) -> Result<SearchPage> {
-        let compiled = search.compile();
-        match compiled.matching {
-            Some(matching) => self.ranked(search, &matching, resume, limit),
-            None => self.in_key_order(search, compiled.excluded.as_deref(), resume, limit),
+        let compiled = match search.is_long() {
+            true => search.compile_selected(&self.term_documents(&search.terms())?),
+            false => search.compile(),
+        };
+        let mut page = match (&compiled.matching, &compiled.relaxed, resume) {
+            (_, Some(relaxed), Some(SearchResume::Relaxed(offset))) => {
+                self.relaxed(search, relaxed, *offset, limit)?
+            }
+            (Some(matching), relaxed, resume) => {
+                let offset = match resume {
+                    Some(SearchResume::Offset(offset) | SearchResume::Relaxed(offset)) => *offset,
+                    // A key-order cursor cannot come from a search with
+                    // words: its fingerprint would differ. Start over
+                    // rather than fail.
+                    _ => 0,
+                };
+                let page = self.ranked(search, matching, offset, limit)?;
+                match relaxed {
+                    // Nothing holds every word: the first page of the
+                    // relaxed search (a strict page's cursor stays strict).
+                    Some(relaxed) if page.total == 0 && offset == 0 => {
+                        let relaxed = self.relaxed(search, relaxed, 0, limit)?;
+                        // Relaxed only when that finds something: else the
+                        // words are not what kept every document out.
+                        if relaxed.total > 0 { relaxed } else { page }
+                    }
+                    _ => page,
+                }
+            }
+            (None, _, resume) => {
+                self.in_key_order(search, compiled.excluded.as_deref(), resume, limit)?
+            }
+        };
+        page.terms = compiled.used;
+        Ok(page)
+    }
+
+    /// A page of the relaxed search: `relaxed` ranked, its cursor marked so
+    /// that the next page resumes it.
+    fn relaxed(
+        &self,
+        search: &Search,
+        relaxed: &str,
+        offset: u64,
+        limit: usize,
+    ) -> Result<SearchPage> {
+        let mut page = self.ranked(search, relaxed, offset, limit)?;
+        page.relaxed = true;
+        page.next = page.next.map(|next| match next {
+            SearchResume::Offset(offset) => SearchResume::Relaxed(offset),
+            other => other,
+        });
+        Ok(page)
+    }
+
+    /// The number of documents that hold each of `terms` (FTS5 strings), in
+    /// the whole index: counted by the rank function in one query of all of
+    /// them (FTS5 counts each phrase's rows for its IDF), else one count per
+    /// term.
+    fn term_documents(&self, terms: &[String]) -> Result<Vec<u64>> {
+        if terms.is_empty() {
+            return Ok(Vec::new());
         }
+        let any = terms.join(" OR ");
+        let (first, counts) = rank::phrase_rows(|| {
+            self.conn
+                .prepare("SELECT orchestra_bm25(search) FROM search WHERE search MATCH ?1 LIMIT 1")?
+                .query_map([&any], |r| r.get::<_, f64>(0))?
+                .collect::<rusqlite::Result<Vec<f64>>>()
+        });
+        if first?.is_empty() {
+            // No document holds any of them.
+            return Ok(vec![0; terms.len()]);
+        }
+        if let Some(counts) = counts.filter(|counts| counts.len() == terms.len()) {
+            return Ok(counts.into_iter().map(|n| n.max(0) as u64).collect());
+        }
+        let mut count = self
+            .conn
+            .prepare_cached("SELECT count(*) FROM search WHERE search MATCH ?1")?;
+        terms
+            .iter()
+            .map(|term| Ok(count.query_row([term], |r| r.get::<_, i64>(0))? as u64))
+            .collect()
     }
 
     /// Hits by relevance (BM25 as configured in the index), ties by key.
@@ -211,15 +299,9 @@ impl Reader {
         &self,
         search: &Search,
         matching: &str,
-        resume: Option<&SearchResume>,
+        offset: u64,
         limit: usize,
     ) -> Result<SearchPage> {
-        let offset = match resume {
-            Some(SearchResume::Offset(offset)) => *offset,
-            // A key-order cursor cannot come from a search with words: its
-            // fingerprint would differ. Start over rather than fail.
-            _ => 0,
-        };
         let mut args = vec![Value::from(matching.to_string())];
         let conditions = filters(search, Test::Set("search.rowid"));
         args.extend(conditions.args.iter().cloned());
@@ -269,7 +351,12 @@ impl Reader {
             };
             hits.push(hit);
         }
-        Ok(SearchPage { hits, total, next })
+        Ok(SearchPage {
+            hits,
+            total,
+            next,
+            ..SearchPage::default()
+        })
     }
 
     /// The hits of a ranked search, counted: `args` are the words' and the
@@ -451,6 +538,7 @@ impl Reader {
             hits,
             total: total as u64,
             next,
+            ..SearchPage::default()
         })
     }
 

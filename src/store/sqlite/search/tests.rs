@@ -180,7 +180,14 @@ fn finds_what_the_documents_hold() {
         "notes/blob",
     ];
     check("", None, &[], &every);
-    check("AND NOT NEAR(", None, &[], &[]);
+    check("\"AND NOT NEAR(\"", None, &[], &[]);
+    // No document holds the three words: those that hold one of them.
+    check(
+        "AND NOT NEAR(",
+        None,
+        &[],
+        &["docs/adrs", "features/FEAT-0013"],
+    );
     check(") \" * -", None, &[], &every);
 
     // Incremental: new words found, old ones gone, removed never a hit.
@@ -755,7 +762,9 @@ fn a_ranked_search_without_filters_counts_its_hits_as_it_ranks_them() {
             expected(&|i| beta(i) || sync(i)),
             Some(false),
         ),
-        ("alpha nowhere", None, &[], 0, None),
+        ("\"alpha\" nowhere", None, &[], 0, None),
+        // Relaxed: the documents with either word, ranked and counted so.
+        ("alpha nowhere", None, &[], expected(&|_| true), Some(false)),
         ("alpha", Some("notes"), &[], expected(&note), None),
         ("alpha", None, &["status=open"], expected(&open), None),
         (
@@ -783,8 +792,14 @@ fn a_ranked_search_without_filters_counts_its_hits_as_it_ranks_them() {
             counted.map(|without_idf| (total, without_idf)),
             "{case}: counted by the ranking"
         );
-        // Each score is what FTS5's `bm25()` gives the hit.
-        let matching = search.compile().matching.unwrap();
+        // Each score is what FTS5's `bm25()` gives the hit, for the
+        // relaxed search's expression when it answered.
+        let compiled = search.compile();
+        assert_eq!(page.relaxed, query == "alpha nowhere", "{case}: relaxed");
+        let matching = match page.relaxed {
+            true => compiled.relaxed.unwrap(),
+            false => compiled.matching.unwrap(),
+        };
         for hit in &page.hits {
             let fts5: f64 = reader
                 .conn
@@ -808,4 +823,289 @@ fn a_ranked_search_without_filters_counts_its_hits_as_it_ranks_them() {
             "{query:?}: paged"
         );
     }
+}
+
+/// A small deterministic generator for the documents of a test.
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (self.0 >> 33) % n
+    }
+}
+
+/// Every hit of a search with its pages, the total of each page and
+/// whether each was relaxed, and the cursors that resumed it.
+fn pages(store: &Store, search: &Search, limit: usize) -> (Vec<String>, u64, bool) {
+    let reader = store.reader().unwrap();
+    let mut keys = Vec::new();
+    let first = reader.search(search, None, limit).unwrap();
+    let (total, relaxed, terms) = (first.total, first.relaxed, first.terms.clone());
+    let mut page = first;
+    loop {
+        assert_eq!((page.total, page.relaxed), (total, relaxed), "{search:?}");
+        assert_eq!(page.terms, terms, "{search:?}: terms on every page");
+        keys.extend(page.hits.iter().map(|h| h.key.to_string()));
+        match page.next {
+            Some(next) => {
+                // A relaxed search's cursor resumes the relaxed search.
+                assert_eq!(
+                    matches!(next, SearchResume::Relaxed(_)),
+                    relaxed,
+                    "{search:?}: {next:?}"
+                );
+                page = reader.search(search, Some(&next), limit).unwrap();
+            }
+            None => break,
+        }
+    }
+    assert_eq!(keys.len() as u64, total, "{search:?}: total");
+    (keys, total, relaxed)
+}
+
+/// Documents that each hold some words of a question and none all of them,
+/// and documents that hold none, with a status for `where`.
+fn spread_question(words: &[&str], docs: usize, seed: u64) -> (Vec<NewDocument>, Vec<Vec<usize>>) {
+    let mut rng = Lcg(seed);
+    let mut held = Vec::new();
+    let mut out = Vec::new();
+    for i in 0..docs {
+        // A third hold none; the others one to all but one of the words.
+        let mut mine: Vec<usize> = match i % 3 {
+            0 => Vec::new(),
+            _ => (0..words.len()).filter(|_| rng.below(3) == 0).collect(),
+        };
+        if mine.len() == words.len() {
+            mine.pop();
+        }
+        let mut body = format!("Document {i} is about filler and more filler.");
+        for &w in &mine {
+            body.push_str(&format!(" It mentions {}.", words[w]));
+        }
+        let key = format!(
+            "{}/Q{i:03}",
+            ["notes", "features", "docs"][rng.below(3) as usize]
+        );
+        let status = ["open", "closed"][(i / 2) % 2];
+        out.push(doc(
+            &key,
+            &format!("Question part {i}"),
+            Some(&format!(r#"{{"status":"{status}"}}"#)),
+            format!("---\nstatus: {status}\n---\n{body}").as_bytes(),
+        ));
+        held.push(mine);
+    }
+    (out, held)
+}
+
+#[test]
+fn questions_whose_words_are_spread_over_documents_find_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_or_create(&dir.path().join("db")).unwrap();
+    let words = [
+        "quorvex",
+        "blintaph",
+        "zendrill",
+        "morcaste",
+        "plivvet",
+        "tarnwhistle",
+    ];
+    let (docs, held) = spread_question(&words, 60, 7);
+    import(&store, &docs, &[]);
+    let search = |query: &str, under: Option<&str>, filters: &[&str]| {
+        Search::new(
+            query,
+            under.map(|u| Under::parse(u).unwrap()),
+            filters.iter().map(|f| Filter::parse(f).unwrap()).collect(),
+        )
+        .unwrap()
+    };
+    // The reference: the documents that hold at least one word, in key order.
+    let reference = |admit: &dyn Fn(&NewDocument) -> bool| {
+        let mut keys: Vec<String> = docs
+            .iter()
+            .zip(&held)
+            .filter(|(d, h)| !h.is_empty() && admit(d))
+            .map(|(d, _)| d.key.to_string())
+            .collect();
+        keys.sort();
+        keys
+    };
+    let sorted = |mut keys: Vec<String>| {
+        keys.sort();
+        keys
+    };
+    assert!(held.iter().all(|h| h.len() < words.len()));
+    let question = words.join(" ");
+    for limit in [1, 4, 100] {
+        let (keys, total, relaxed) = pages(&store, &search(&question, None, &[]), limit);
+        assert!(relaxed, "no document holds every word");
+        assert_eq!(sorted(keys), reference(&|_| true), "pages of {limit}");
+        assert_eq!(total as usize, reference(&|_| true).len());
+    }
+    // Relaxing keeps `under` and `where`.
+    let (keys, _, relaxed) = pages(&store, &search(&question, Some("features"), &[]), 3);
+    assert!(relaxed);
+    assert_eq!(
+        sorted(keys),
+        reference(&|d| d.key.prefix == Prefix::Features)
+    );
+    let (keys, _, relaxed) = pages(&store, &search(&question, None, &["status=open"]), 3);
+    assert!(relaxed);
+    let open: Vec<String> = docs
+        .iter()
+        .filter(|d| d.frontmatter.as_deref().unwrap_or("").contains("open"))
+        .map(|d| d.key.to_string())
+        .collect();
+    assert_eq!(
+        sorted(keys),
+        reference(&|d| open.contains(&d.key.to_string()))
+    );
+    // Best first: a document with more of the question's words ranks above
+    // one with fewer, as BM25 has it (the words are equally rare).
+    let page = store
+        .reader()
+        .unwrap()
+        .search(&search(&question, None, &[]), None, 100)
+        .unwrap();
+    let most = held.iter().map(Vec::len).max().unwrap();
+    let top = docs[held.iter().position(|h| h.len() == most).unwrap()]
+        .key
+        .clone();
+    let top_score = page.hits.iter().find(|h| h.key == top).unwrap().score;
+    assert!(page.hits[0].score >= top_score && top_score > page.hits.last().unwrap().score);
+    // Words that some document holds together are not relaxed.
+    let pair = held.iter().find(|h| h.len() >= 2).unwrap();
+    let strict = format!("{} {}", words[pair[0]], words[pair[1]]);
+    let (keys, _, relaxed) = pages(&store, &search(&strict, None, &[]), 5);
+    assert!(!relaxed);
+    let both: Vec<String> = docs
+        .iter()
+        .zip(&held)
+        .filter(|(_, h)| h.contains(&pair[0]) && h.contains(&pair[1]))
+        .map(|(d, _)| d.key.to_string())
+        .collect();
+    assert_eq!(sorted(keys), sorted(both));
+    // A phrase, an exclusion, OR or a filter keep their meaning: no hit,
+    // not relaxed.
+    let not_relaxed = [
+        (
+            format!("\"{}\" {}", words[0], words[1..].join(" ")),
+            None,
+            vec![],
+        ),
+        (format!("{question} -filler"), None, vec![]),
+        (
+            format!("{} OR nowhere {}", words[0], words[1..].join(" ")),
+            None,
+            vec![],
+        ),
+        (format!("\"{question}\""), None, vec![]),
+        (question.clone(), None, vec!["status=nope"]),
+        ("".to_string(), None, vec!["status=nope"]),
+    ];
+    for (query, under, filters) in &not_relaxed {
+        let (keys, total, relaxed) = pages(&store, &search(query, *under, filters), 5);
+        assert_eq!(
+            (keys.len(), total, relaxed),
+            (0, 0, false),
+            "{query:?} {filters:?}"
+        );
+    }
+    // A cursor of the relaxed search resumes it; a cursor of the strict
+    // search resumes the strict one (which has nothing here).
+    let s = search(&question, None, &[]);
+    let reader = store.reader().unwrap();
+    let second = reader
+        .search(&s, Some(&SearchResume::Relaxed(2)), 2)
+        .unwrap();
+    assert!(second.relaxed && second.hits.len() == 2);
+    assert_eq!(second.next, Some(SearchResume::Relaxed(4)));
+    let strict = reader
+        .search(&s, Some(&SearchResume::Offset(2)), 2)
+        .unwrap();
+    assert!(!strict.relaxed && strict.hits.is_empty() && strict.total == 0);
+}
+
+#[test]
+fn a_long_query_is_answered_from_its_most_selective_words() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = Store::open_or_create(&dir.path().join("db")).unwrap();
+    // 60 words; word i is in the documents j < 60 - i (word 0 in all 60),
+    // so the most selective are the last ones.
+    let words: Vec<String> = (0..60).map(|i| format!("lw{}x", unique_word(i))).collect();
+    let docs: Vec<NewDocument> = (0..60)
+        .map(|j| {
+            let body: Vec<&str> = (0..60)
+                .filter(|&i| j < 60 - i)
+                .map(|i| words[i].as_str())
+                .collect();
+            doc(
+                &format!("notes/L{j:02}"),
+                "Long",
+                None,
+                body.join(" ").as_bytes(),
+            )
+        })
+        .collect();
+    import(&store, &docs, &[]);
+    let sentence = words.join(" ");
+    assert!(sentence.len() <= crate::search::MAX_QUERY_BYTES);
+    let search = Search::new(sentence.clone(), None, vec![]).unwrap();
+    let page = store.reader().unwrap().search(&search, None, 100).unwrap();
+    // The 32 words in the fewest documents: 28..60, in query order.
+    let used: Vec<String> = words[28..].to_vec();
+    assert_eq!(page.terms.as_deref(), Some(used.as_slice()));
+    // All 32 are in document 0 only.
+    assert!(!page.relaxed);
+    let keys: Vec<String> = page.hits.iter().map(|h| h.key.to_string()).collect();
+    assert_eq!(keys, ["notes/L00"]);
+    // With a word no document holds, nothing holds them all: relaxed, the
+    // documents that hold any of the 32 kept (the unknown word among them).
+    let with_unknown = format!("{sentence} nowhereword");
+    let search = Search::new(with_unknown, None, vec![]).unwrap();
+    let (keys, total, relaxed) = pages(&store, &search, 7);
+    assert!(relaxed);
+    let page = store.reader().unwrap().search(&search, None, 1).unwrap();
+    let used = page.terms.unwrap();
+    assert_eq!(used.len(), crate::search::MAX_TERMS);
+    assert_eq!(used.last().map(String::as_str), Some("nowhereword"));
+    assert_eq!(&used[..31], &words[29..]);
+    // Word 29 is in documents 0..31.
+    assert_eq!(total, 31);
+    let mut expected: Vec<String> = (0..31).map(|j| format!("notes/L{j:02}")).collect();
+    expected.sort();
+    let mut keys = keys;
+    keys.sort();
+    assert_eq!(keys, expected);
+    // The counts of the terms are FTS5's: the same as one count per term.
+    let reader = store.reader().unwrap();
+    let terms = search.terms();
+    let counts = reader.term_documents(&terms).unwrap();
+    for (term, count) in terms.iter().zip(&counts) {
+        let one: i64 = reader
+            .conn
+            .query_row(
+                "SELECT count(*) FROM search WHERE search MATCH ?1",
+                [term],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(*count, one as u64, "{term}");
+    }
+    assert_eq!(counts.last(), Some(&0));
+    assert_eq!(counts[0], 60);
+}
+
+/// Letters only, different for each `i`: FTS5 reads digits as part of a word.
+fn unique_word(i: usize) -> String {
+    format!(
+        "{}{}",
+        (b'a' + (i / 26) as u8) as char,
+        (b'a' + (i % 26) as u8) as char
+    )
 }
