@@ -23,6 +23,8 @@
 //!   over a pipe with a small pipelined
 //!   JSON-RPC client: full listing, page of 100 at the start and the end
 //!   (`--page-size 100`), `resources/read` latency and throughput, server RSS;
+//!   the JSON bytes per listed resource of a full listing, beside the same
+//!   pages with the icons stripped;
 //!   then notification latency: a server subscribed (`resources/subscribe`)
 //!   to 10 documents, and 30 times: one of them rewritten, `orchestra import`
 //!   run as a child process, and the time to `notifications/resources/updated`
@@ -78,6 +80,8 @@
 //! * `import`: cold, unchanged and 1% imports with their peak RSS.
 //! * `serve`: listing, pages, reads, throughput and RSS over a pipe, with
 //!   `stdio_client`, the pipelined JSON-RPC client it drives.
+//! * `page_bytes`: the JSON bytes of a listed resource, with and without
+//!   its icon.
 //! * `notification`: import commit → `notifications/resources/updated`.
 //! * `http_load`: many HTTP clients at once, with `http_client`.
 //! * `search`: the `search` tool over a pipe, beside `raw_sqlite`'s FTS5
@@ -112,6 +116,7 @@ mod http_load;
 mod import;
 mod machine;
 mod notification;
+mod page_bytes;
 mod postgres;
 mod process;
 mod raw_sqlite;
@@ -409,6 +414,8 @@ fn bench_size(
 
     step(n, "orchestra serve");
     let serve = serve::measure(bin, &db, n, opts)?;
+    step(n, "orchestra serve: bytes per listed resource");
+    let listed = page_bytes::measure(bin, &db, n)?;
     let searched = match &raw_search {
         Some(raw) => {
             step(n, "raw frontmatter scan");
@@ -469,6 +476,7 @@ fn bench_size(
 
     let mut rows = imports.rows(&raw, raw_search.as_ref().map(|r| r.build_s), n);
     rows.extend(serve.rows(&raw_reads, n));
+    rows.extend(listed.rows());
     rows.extend(notify.rows());
     if let (Some(raw), Some((figures, raw_filter_us))) = (&raw_search, &searched) {
         rows.extend(figures.rows(raw, raw_filter_us, n));
@@ -484,6 +492,7 @@ fn bench_size(
 
     let details = json!({
         "viewer": viewer.to_json(),
+        "listed_resource_bytes": listed.to_json(),
         "history": history.as_ref().map(history::HistoryFigures::to_json),
         "postgres": postgres.as_ref().map(postgres::PgFigures::to_json),
         "files_bytes": backlog.bytes,

@@ -10,6 +10,7 @@ pub fn fmt_value(v: f64, unit: &str) -> String {
         "MB" => format!("{v:.1} MB"),
         "ms" => format!("{v:.1} ms"),
         "%" => format!("{v:.1}%"),
+        "B" => format!("{v:.0} B"),
         _ => format!("{v:.2} {unit}"),
     }
 }
