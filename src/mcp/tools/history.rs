@@ -2,10 +2,10 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{CallToolResult, ContentBlock, Resource, Tool, ToolAnnotations};
+use rmcp::model::{CallToolResult, ContentBlock, Resource, Tool};
 use serde_json::{Map, Value, json};
 
-use super::{document, failed, object, result, unknown_arguments};
+use super::{document, failed, object, read_only, result, unknown_arguments};
 use crate::cursor;
 use crate::doc::DocKey;
 use crate::history::{self, DiffError};
@@ -18,14 +18,6 @@ pub const DIFF: &str = "diff";
 /// Versions per page of `history`.
 const DEFAULT_LIMIT: usize = 20;
 const MAX_LIMIT: usize = 100;
-
-fn annotations() -> ToolAnnotations {
-    let mut annotations = ToolAnnotations::default();
-    annotations.read_only_hint = Some(true);
-    annotations.idempotent_hint = Some(true);
-    annotations.open_world_hint = Some(false);
-    annotations
-}
 
 pub fn history_tool() -> Tool {
     let input = json!({
@@ -64,7 +56,7 @@ pub fn history_tool() -> Tool {
         Arc::new(object(input)),
     )
     .with_title("Document history")
-    .with_annotations(annotations());
+    .with_annotations(read_only());
     tool.output_schema = Some(Arc::new(object(output)));
     tool
 }
@@ -86,7 +78,7 @@ pub fn diff_tool() -> Tool {
         Arc::new(object(input)),
     )
     .with_title("Compare two versions")
-    .with_annotations(annotations())
+    .with_annotations(read_only())
 }
 
 fn version_argument(arguments: &Map<String, Value>, name: &str) -> Result<Option<u32>, String> {

@@ -11,7 +11,9 @@ mod history;
 mod read;
 mod search;
 
-use rmcp::model::{CallToolResult, ContentBlock, JsonObject, ListToolsResult, Resource};
+use rmcp::model::{
+    CallToolResult, ContentBlock, JsonObject, ListToolsResult, Resource, ToolAnnotations,
+};
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
@@ -78,6 +80,17 @@ pub(super) fn unknown_arguments(
         )),
         None => Ok(()),
     }
+}
+
+/// The annotations of a tool that only reads the backlog, said outright
+/// (`destructiveHint` means nothing for a read-only tool; `openWorldHint`
+/// defaults to true).
+fn read_only() -> ToolAnnotations {
+    let mut annotations = ToolAnnotations::default();
+    annotations.read_only_hint = Some(true);
+    annotations.idempotent_hint = Some(true);
+    annotations.open_world_hint = Some(false);
+    annotations
 }
 
 /// A tool's answer made of several text blocks (the first is the answer

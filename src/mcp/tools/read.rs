@@ -7,10 +7,10 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{CallToolResult, Resource, Tool, ToolAnnotations};
+use rmcp::model::{CallToolResult, Resource, Tool};
 use serde_json::{Map, Value, json};
 
-use super::{failed, object, unknown_arguments};
+use super::{failed, object, read_only, unknown_arguments};
 use crate::cursor;
 use crate::doc::DocKey;
 use crate::mcp::handlers::MAX_READ_BYTES;
@@ -30,14 +30,6 @@ pub const LIST: &str = "list";
 const DEFAULT_LIMIT: usize = 50;
 const MAX_LIMIT: usize = 200;
 
-fn annotations() -> ToolAnnotations {
-    let mut annotations = ToolAnnotations::default();
-    annotations.read_only_hint = Some(true);
-    annotations.idempotent_hint = Some(true);
-    annotations.open_world_hint = Some(false);
-    annotations
-}
-
 fn declared(name: &str, title: &str, description: &str, input: Value, output: Value) -> Tool {
     let mut tool = Tool::new(
         name.to_string(),
@@ -45,7 +37,7 @@ fn declared(name: &str, title: &str, description: &str, input: Value, output: Va
         Arc::new(object(input)),
     )
     .with_title(title)
-    .with_annotations(annotations());
+    .with_annotations(read_only());
     tool.output_schema = Some(Arc::new(object(output)));
     tool
 }

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use rmcp::model::{CallToolResult, Resource, Tool, ToolAnnotations};
+use rmcp::model::{CallToolResult, Resource, Tool};
 use serde_json::{Map, Value, json};
 
 use super::{failed, object, result};
@@ -91,13 +91,9 @@ pub fn tool() -> Tool {
         },
         "required": ["hits", "total"],
     });
-    let mut annotations = ToolAnnotations::default();
-    annotations.read_only_hint = Some(true);
-    annotations.idempotent_hint = Some(true);
-    annotations.open_world_hint = Some(false);
     let mut tool = Tool::new(SEARCH, DESCRIPTION, Arc::new(object(input)))
         .with_title("Search the backlog")
-        .with_annotations(annotations);
+        .with_annotations(super::read_only());
     tool.output_schema = Some(Arc::new(object(output)));
     tool
 }
