@@ -307,6 +307,15 @@ fn a_server_on_postgres_outlives_the_database_going_away() {
             break;
         }
         assert!(Instant::now() < deadline, "sessions still open: {open:?}");
+        // A connection that was being made while the database was closed
+        // to new ones was not there to terminate: terminate it now.
+        admin
+            .execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+                 WHERE datname = $1 AND backend_type = 'client backend'",
+                &[&name],
+            )
+            .unwrap();
         std::thread::sleep(Duration::from_millis(20));
     }
     let asked = Instant::now();
