@@ -30,6 +30,8 @@ const TAG: &[u8] = b"o1";
 const SEARCH_TAG: &[u8] = b"s1";
 /// Format tag of history cursors.
 const HISTORY_TAG: &[u8] = b"h1";
+/// Format tag of the cursors of a document's links.
+const LINKS_TAG: &[u8] = b"l1";
 const CHECKSUM_LEN: usize = 4;
 /// Longest cursor `decode` looks at, in bytes. Valid cursors stay under 1.5 KiB.
 const MAX_CURSOR_LEN: usize = 4096;
@@ -57,7 +59,7 @@ pub enum CursorError {
     InvalidId,
     #[error("invalid cursor: it belongs to another search; repeat the search without a cursor")]
     OtherSearch,
-    #[error("invalid cursor: it belongs to another document's history; ask again without a cursor")]
+    #[error("invalid cursor: it belongs to another document; ask again without a cursor")]
     OtherDocument,
 }
 
@@ -164,6 +166,59 @@ pub fn decode_history(cursor: &str, key: &DocKey) -> Result<u32, CursorError> {
     Ok(u32::from_le_bytes(before))
 }
 
+/// Where the next page of a document's links starts: after its link `n`,
+/// or among its backlinks (its own links came first, and are done): from
+/// the first, or after the link `n` of a source.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LinksResume {
+    Out(u32),
+    In(Option<(DocKey, u32)>),
+}
+
+/// The cursor of the next page of the links of `key`.
+pub fn encode_links(key: &DocKey, resume: &LinksResume) -> String {
+    let mut payload = Vec::with_capacity(32);
+    payload.extend_from_slice(LINKS_TAG);
+    payload.extend_from_slice(&key_fingerprint(key));
+    match resume {
+        LinksResume::Out(n) => {
+            payload.push(b'o');
+            payload.extend_from_slice(&n.to_le_bytes());
+        }
+        LinksResume::In(None) => payload.push(b'b'),
+        LinksResume::In(Some((source, n))) => {
+            payload.push(b'i');
+            payload.extend_from_slice(&n.to_le_bytes());
+            payload.extend_from_slice(source.prefix.as_str().as_bytes());
+            payload.push(0);
+            payload.extend_from_slice(source.id.as_bytes());
+        }
+    }
+    seal(payload)
+}
+
+/// Where a cursor made by [`encode_links`] for the same document resumes.
+/// Never panics.
+pub fn decode_links(cursor: &str, key: &DocKey) -> Result<LinksResume, CursorError> {
+    let payload = unseal(cursor)?;
+    let body = open(&payload, LINKS_TAG)?;
+    let (fingerprint, rest) = body.split_at_checked(8).ok_or(CursorError::TooShort)?;
+    if fingerprint != key_fingerprint(key) {
+        return Err(CursorError::OtherDocument);
+    }
+    let (&direction, rest) = rest.split_first().ok_or(CursorError::TooShort)?;
+    if direction == b'b' && rest.is_empty() {
+        return Ok(LinksResume::In(None));
+    }
+    let (n, source) = rest.split_at_checked(4).ok_or(CursorError::TooShort)?;
+    let n = u32::from_le_bytes(n.try_into().map_err(|_| CursorError::Malformed)?);
+    match direction {
+        b'o' if source.is_empty() => Ok(LinksResume::Out(n)),
+        b'i' => Ok(LinksResume::In(Some((decode_key(source)?, n)))),
+        _ => Err(CursorError::Malformed),
+    }
+}
+
 fn key_fingerprint(key: &DocKey) -> [u8; 8] {
     let hash = blake3::hash(key.to_string().as_bytes());
     let mut fingerprint = [0; 8];
@@ -234,6 +289,26 @@ mod tests {
     use super::*;
     use crate::doc::MAX_ID_LEN;
     use proptest::prelude::*;
+
+    #[test]
+    fn links_cursors_resume_where_they_were_made() {
+        let doc = DocKey::new(Prefix::parse("features").unwrap(), "FEAT-001");
+        let other = DocKey::new(Prefix::parse("features").unwrap(), "FEAT-002");
+        let source = DocKey::new(Prefix::parse("docs").unwrap(), "adr/café");
+        for resume in [
+            LinksResume::Out(7),
+            LinksResume::In(None),
+            LinksResume::In(Some((source.clone(), 3))),
+        ] {
+            let cursor = encode_links(&doc, &resume);
+            assert_eq!(decode_links(&cursor, &doc), Ok(resume));
+            assert_eq!(
+                decode_links(&cursor, &other),
+                Err(CursorError::OtherDocument)
+            );
+            assert_eq!(decode_links(&encode(&doc), &doc), Err(CursorError::Tag));
+        }
+    }
 
     /// Base64 of a payload with a correct checksum, for hand-built bad cursors.
     fn sealed(body: &[u8]) -> String {

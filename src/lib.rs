@@ -23,6 +23,7 @@ pub mod doc;
 pub mod frontmatter;
 pub mod history;
 pub mod import;
+pub mod links;
 pub mod mcp;
 pub mod parts;
 pub mod reads;

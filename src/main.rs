@@ -54,6 +54,11 @@ enum Command {
     /// or the versions are identical, 1 when there is no such document or
     /// version or no text to compare, 2 on an error.
     Diff(cli::diff::DiffArgs),
+    /// A document's links and backlinks: what it links to (and whether
+    /// each target exists), and which documents link to it, on which line.
+    /// Exit 0 when it printed some, 1 when there are none or no such
+    /// document, 2 on an error.
+    Links(cli::links::LinksArgs),
     /// Show what the database holds: documents and bytes per prefix, its size,
     /// the project, the schema version and the last import.
     Stats(cli::stats::StatsArgs),
@@ -154,6 +159,7 @@ fn main() -> ExitCode {
         Command::Stats(args) => return cli::exit_status(cli::stats::run(&args)),
         Command::Diff(args) => return cli::exit_status(cli::diff::run(&args)),
         Command::Prune(args) => return cli::exit_status(run_prune(&args).map(|()| true)),
+        Command::Links(args) => return cli::exit_status(cli::links::run(&args)),
         Command::Log(args) => {
             return cli::exit_status(cli::log::run(&args, db_given(&matches, "log")));
         }

@@ -1,6 +1,7 @@
 //! The read-only commands for people at a terminal (`search`, `ls`, `show`, `stats`, `log`, `diff`) and what they share: the `--db` flag, opening the store read-only, naming a document, and the exit status; `manual`, the shell's completions and the man page.
 
 pub mod diff;
+pub mod links;
 pub mod log;
 pub mod ls;
 pub mod manual;

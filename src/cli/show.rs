@@ -182,7 +182,7 @@ fn body(r: &Reader, key: &DocKey) -> Result<Option<Document>> {
 }
 
 /// Says that `key` is missing and which ids of its prefix are nearest.
-fn missing(r: &Reader, key: &DocKey) -> Result<bool> {
+pub(super) fn missing(r: &Reader, key: &DocKey) -> Result<bool> {
     let near = r.nearest(key, SUGGESTIONS)?;
     eprintln!(
         "orchestra: no document {}",

@@ -43,7 +43,7 @@ pub const MAX_PAGE_SIZE: u32 = 1000;
 /// The MIME type of every document.
 pub const MIME_TYPE: &str = "text/markdown";
 
-const INSTRUCTIONS: &str = "The project's Markdown knowledge: features (orchestra://features/{id}), notes (orchestra://notes/{id}) and documentation (orchestra://docs/{path}). To find documents, call the search tool; then read the ones that matter by URI: with the read tool (in parts, by lines or by section; outline lists a document's sections), or with resources/read. The list tool (or resources/list) browses them in key order; history and diff show their versions.";
+const INSTRUCTIONS: &str = "The project's Markdown knowledge: features (orchestra://features/{id}), notes (orchestra://notes/{id}) and documentation (orchestra://docs/{path}). To find documents, call the search tool; then read the ones that matter by URI: with the read tool (in parts, by lines or by section; outline lists a document's sections), or with resources/read. The list tool (or resources/list) browses them in key order; links shows what a document links to and what links to it; history and diff show their versions.";
 
 #[derive(Debug, Clone)]
 pub struct Config {

@@ -679,7 +679,9 @@ async fn the_search_tool_is_declared_in_both_eras() {
     let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
     assert_eq!(
         names,
-        ["search", "read", "outline", "list", "history", "diff"]
+        [
+            "search", "read", "outline", "list", "links", "history", "diff"
+        ]
     );
     // Every tool only reads, and says so (destructiveHint defaults to true).
     for tool in tools {

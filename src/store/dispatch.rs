@@ -7,8 +7,9 @@ use anyhow::Result;
 use super::postgres::{PgChangeWatcher, PgImportTx, PgReader, PgStore, PgTarget};
 use super::sqlite;
 use super::{
-    ChangeBatch, DocMeta, DocSummary, Fetched, HistoryStats, NewDocument, PruneReport, PruneRules,
-    SearchPage, StoreStats, StoredStats, Version, VersionBody, VersionBytes,
+    BrokenLink, ChangeBatch, DocMeta, DocSummary, Fetched, HistoryStats, InLink, NewDocument,
+    OutLink, PruneReport, PruneRules, SearchPage, StoreStats, StoredStats, Version, VersionBody,
+    VersionBytes,
 };
 use crate::cursor::SearchResume;
 use crate::doc::{ChangeKind, DocKey, Prefix};
@@ -271,6 +272,38 @@ impl Reader {
         limit: usize,
     ) -> Result<SearchPage> {
         either!(self, reader => reader.search(search, resume, limit))
+    }
+
+    /// Up to `limit` links of `key` after its link `after`, in the order
+    /// they are written.
+    pub fn links_out(
+        &self,
+        key: &DocKey,
+        after: Option<u32>,
+        limit: usize,
+    ) -> Result<Vec<OutLink>> {
+        either!(self, reader => reader.links_out(key, after, limit))
+    }
+
+    /// Up to `limit` links to `key` after the link `after` (its source
+    /// and place), in the sources' key order.
+    pub fn links_in(
+        &self,
+        key: &DocKey,
+        after: Option<(&DocKey, u32)>,
+        limit: usize,
+    ) -> Result<Vec<InLink>> {
+        either!(self, reader => reader.links_in(key, after, limit))
+    }
+
+    /// Up to `limit` links to documents that are not in the store, after
+    /// the link `after`, in the sources' key order.
+    pub fn broken_links(
+        &self,
+        after: Option<(&DocKey, u32)>,
+        limit: usize,
+    ) -> Result<Vec<BrokenLink>> {
+        either!(self, reader => reader.broken_links(after, limit))
     }
 }
 

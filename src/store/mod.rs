@@ -107,6 +107,9 @@ pub struct NewDocument {
     /// Its search vector on PostgreSQL, when import's reader threads made
     /// it ([`Location::prepare`]); else the writer makes it.
     pg_vector: Option<postgres::TsVector>,
+    /// The links of its Markdown (`links::extract`), found on import's
+    /// reader threads; none for a binary document.
+    links: Vec<crate::links::Link>,
 }
 
 impl NewDocument {
@@ -119,7 +122,12 @@ impl NewDocument {
         frontmatter: Option<String>,
         body: Vec<u8>,
     ) -> NewDocument {
+        let links = match std::str::from_utf8(&body) {
+            Ok(text) if is_text => crate::links::extract(&key, text),
+            _ => Vec::new(),
+        };
         NewDocument {
+            links,
             body_start: sqlite::body_start(&body),
             field_terms: sqlite::field_terms(frontmatter.as_deref()),
             pg_vector: None,
@@ -132,6 +140,46 @@ impl NewDocument {
             body,
         }
     }
+}
+
+/// A link from a document, as [`Reader::links_out`] pages them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutLink {
+    /// Its place among the document's links (the cursor of the next page).
+    pub n: u32,
+    pub line: u32,
+    /// The document it links to: for a mention, the first of that name.
+    pub target: DocKey,
+    /// Whether that document is in the store (a mention's always is).
+    pub exists: bool,
+    /// A bare mention of the target's id, not a Markdown link.
+    pub mention: bool,
+    pub text: String,
+}
+
+/// A link to a document from another, as [`Reader::links_in`] pages them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InLink {
+    /// The linking document, and the link's place among its links: with
+    /// the source, the cursor of the next page.
+    pub source: DocKey,
+    pub n: u32,
+    pub line: u32,
+    pub mention: bool,
+    pub text: String,
+    /// The text of the line the link is on.
+    pub context: String,
+}
+
+/// A link to a document that is not in the store, for `orchestra check`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BrokenLink {
+    pub source: DocKey,
+    /// Its place among the source's links (the cursor of the next page).
+    pub n: u32,
+    pub line: u32,
+    pub target: DocKey,
+    pub text: String,
 }
 
 /// The smallest string greater than every string that begins with `s`, or

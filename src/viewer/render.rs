@@ -10,7 +10,8 @@ use std::sync::LazyLock;
 
 use pulldown_cmark::{CowStr, Event, HeadingLevel, Options, Parser, Tag, TagEnd};
 
-use crate::doc::{DocKey, Prefix};
+use crate::doc::DocKey;
+use crate::links::{Target, resolve};
 use crate::uri;
 
 /// Heading ids in a rendered document start with this, so that a document
@@ -33,15 +34,6 @@ pub struct Rendered {
     pub headings: Vec<Heading>,
 }
 
-/// Where a link in a document points, once resolved.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Target {
-    /// Another document of the project, and the fragment after `#`, if any.
-    Document(DocKey, Option<String>),
-    /// Anything else (another site, a page anchor): left as written.
-    Other,
-}
-
 /// The viewer's path of a document's page: `/doc/{prefix}/{id…}`, each id
 /// segment percent-encoded as in its URI.
 pub fn doc_path(key: &DocKey) -> String {
@@ -54,69 +46,6 @@ pub fn uri_path(key: &DocKey) -> String {
         .strip_prefix(uri::SCHEME_PREFIX)
         .unwrap_or_default()
         .to_string()
-}
-
-/// Resolves a link written in the document `from`: an `orchestra://` URI,
-/// a path relative to the document (`../notes/x.md`, `FEAT-002.md`,
-/// `./adr/0006.md#context`) or to the project root (`/docs/a.md`).
-pub fn resolve(from: &DocKey, href: &str) -> Target {
-    let (path, fragment) = match href.split_once('#') {
-        Some((path, fragment)) => (path, Some(fragment.to_string())),
-        None => (href, None),
-    };
-    if path.starts_with(uri::SCHEME_PREFIX) {
-        return match uri::parse(path) {
-            Ok(key) => Target::Document(key, fragment),
-            Err(_) => Target::Other,
-        };
-    }
-    // Another scheme (`https:`, `mailto:`), a network path, or an anchor in
-    // this page: not a document.
-    let has_scheme = path
-        .split_once(':')
-        .is_some_and(|(scheme, _)| !scheme.is_empty() && !scheme.contains('/'));
-    if path.is_empty() || has_scheme || path.starts_with("//") {
-        return Target::Other;
-    }
-    let path = path.split('?').next().unwrap_or_default();
-    let Ok(decoded) = percent_encoding::percent_decode_str(path).decode_utf8() else {
-        return Target::Other;
-    };
-    let Some(relative) = decoded.strip_suffix(".md") else {
-        return Target::Other;
-    };
-    // The document's own folder in the project: `docs/adr` for docs/adr/0006.
-    let mut segments: Vec<&str> = Vec::new();
-    if !relative.starts_with('/') {
-        segments.push(from.prefix.as_str());
-        segments.extend(from.id.split('/'));
-        segments.pop();
-    }
-    for segment in relative.split('/') {
-        match segment {
-            "" | "." => {}
-            ".." => {
-                if segments.pop().is_none() {
-                    return Target::Other;
-                }
-            }
-            segment => segments.push(segment),
-        }
-    }
-    let Some((prefix, id)) = segments.split_first() else {
-        return Target::Other;
-    };
-    match Prefix::parse(prefix) {
-        Some(prefix) if !id.is_empty() => {
-            let id = id.join("/");
-            if crate::doc::is_valid_id(&id) {
-                Target::Document(DocKey::new(prefix, id), fragment)
-            } else {
-                Target::Other
-            }
-        }
-        _ => Target::Other,
-    }
 }
 
 /// Renders `markdown`, the body of the document `from`. `exists` says
@@ -309,52 +238,11 @@ static SANITIZER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::doc::Prefix;
 
     fn key(s: &str) -> DocKey {
         let (prefix, id) = s.split_once('/').unwrap();
         DocKey::new(Prefix::parse(prefix).unwrap(), id)
-    }
-
-    #[test]
-    fn links_resolve_from_the_document() {
-        let from = key("docs/adr/0006");
-        // href → the document and fragment it opens, if any.
-        type Case<'a> = (&'a str, Option<(&'a str, Option<&'a str>)>);
-        let cases: &[Case] = &[
-            (
-                "orchestra://features/FEAT-001",
-                Some(("features/FEAT-001", None)),
-            ),
-            (
-                "orchestra://docs/adr/0007#x",
-                Some(("docs/adr/0007", Some("x"))),
-            ),
-            ("0007.md", Some(("docs/adr/0007", None))),
-            (
-                "./0007.md#context",
-                Some(("docs/adr/0007", Some("context"))),
-            ),
-            ("../guide.md", Some(("docs/guide", None))),
-            ("../../notes/x.md", Some(("notes/x", None))),
-            ("/features/FEAT-002.md", Some(("features/FEAT-002", None))),
-            ("../../../x.md", None),
-            ("../../other/x.md", None),
-            ("https://example.com/a.md", None),
-            ("mailto:a@b.c", None),
-            ("javascript:alert(1)", None),
-            ("#context", None),
-            ("picture.png", None),
-            ("//host/a.md", None),
-            ("caf%C3%A9.md", Some(("docs/adr/café", None))),
-        ];
-        for (href, expected) in cases {
-            let got = match resolve(&from, href) {
-                Target::Document(key, fragment) => Some((key, fragment)),
-                Target::Other => None,
-            };
-            let expected = expected.map(|(k, f)| (key(k), f.map(str::to_string)));
-            assert_eq!(got, expected, "{href}");
-        }
     }
 
     #[test]

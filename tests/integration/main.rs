@@ -9,6 +9,7 @@ mod history;
 mod history_cli;
 mod http;
 mod import;
+mod links;
 mod postgres;
 mod search;
 mod serve;

@@ -6,8 +6,10 @@
 //! - `read`, `outline` and `list` (`read.rs`): documents read in parts, their
 //!   headings, and a listing, for clients that call tools but cannot read
 //!   resources.
+//! - `links` (`links.rs`): a document's links and backlinks.
 
 mod history;
+mod links;
 mod read;
 mod search;
 
@@ -36,6 +38,7 @@ pub fn list_json() -> String {
         read::read_tool(),
         read::outline_tool(),
         read::list_tool(),
+        links::tool(),
         history::history_tool(),
         history::diff_tool(),
     ];
@@ -139,9 +142,10 @@ pub fn call(ctx: &Context, version: &str, params: CallParams) -> Result<Handled,
         read::READ => read::read(ctx, version, &arguments)?,
         read::OUTLINE => read::outline(ctx, version, &arguments)?,
         read::LIST => read::list(ctx, version, &arguments)?,
+        links::LINKS => links::call(ctx, version, &arguments)?,
         other => {
             return Err(RpcError::invalid_params(format!(
-                "unknown tool {other:?}: orchestra's tools are \"search\", \"read\", \"outline\", \"list\", \"history\" and \"diff\""
+                "unknown tool {other:?}: orchestra's tools are \"search\", \"read\", \"outline\", \"list\", \"links\", \"history\" and \"diff\""
             )));
         }
     };

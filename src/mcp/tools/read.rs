@@ -30,7 +30,13 @@ pub const LIST: &str = "list";
 const DEFAULT_LIMIT: usize = 50;
 const MAX_LIMIT: usize = 200;
 
-fn declared(name: &str, title: &str, description: &str, input: Value, output: Value) -> Tool {
+pub(super) fn declared(
+    name: &str,
+    title: &str,
+    description: &str,
+    input: Value,
+    output: Value,
+) -> Tool {
     let mut tool = Tool::new(
         name.to_string(),
         description.to_string(),
@@ -236,7 +242,7 @@ fn text_of(ctx: &Context, uri_text: &str) -> anyhow::Result<Result<Text, String>
     }))
 }
 
-fn missing(reader: Option<&Reader>, key: &DocKey) -> String {
+pub(super) fn missing(reader: Option<&Reader>, key: &DocKey) -> String {
     let near = reader
         .and_then(|r| r.nearest(key, 3).ok())
         .unwrap_or_default();
@@ -257,7 +263,11 @@ fn hex(hash: &[u8; 32]) -> String {
 }
 
 /// An optional integer argument of at least `min`.
-fn integer(arguments: &Map<String, Value>, name: &str, min: u64) -> Result<Option<u64>, String> {
+pub(super) fn integer(
+    arguments: &Map<String, Value>,
+    name: &str,
+    min: u64,
+) -> Result<Option<u64>, String> {
     match arguments.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(value) => value
@@ -268,7 +278,10 @@ fn integer(arguments: &Map<String, Value>, name: &str, min: u64) -> Result<Optio
     }
 }
 
-fn string<'a>(arguments: &'a Map<String, Value>, name: &str) -> Result<Option<&'a str>, String> {
+pub(super) fn string<'a>(
+    arguments: &'a Map<String, Value>,
+    name: &str,
+) -> Result<Option<&'a str>, String> {
     match arguments.get(name) {
         None | Some(Value::Null) => Ok(None),
         Some(Value::String(s)) => Ok(Some(s)),
@@ -276,7 +289,7 @@ fn string<'a>(arguments: &'a Map<String, Value>, name: &str) -> Result<Option<&'
     }
 }
 
-fn uri_argument(arguments: &Map<String, Value>) -> Result<&str, String> {
+pub(super) fn uri_argument(arguments: &Map<String, Value>) -> Result<&str, String> {
     string(arguments, "uri")?.ok_or_else(|| "uri is required: orchestra://{prefix}/{id}".into())
 }
 

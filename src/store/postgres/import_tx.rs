@@ -271,6 +271,11 @@ impl PgImportTx {
                 ],
             )
             .with_context(|| format!("cannot write {key}"))?;
+        if !same_bytes {
+            let mut client = self.client();
+            let client: &mut postgres::Client = &mut client;
+            super::links::put(client, key, &doc.links, old.is_some())?;
+        }
         Ok(())
     }
 
@@ -306,6 +311,9 @@ impl PgImportTx {
             "DELETE FROM documents WHERE prefix = $1 AND id = $2",
             &[&key.prefix.as_str(), &key.id],
         )?;
+        let mut client = self.client();
+        let client: &mut postgres::Client = &mut client;
+        super::links::remove(client, key)?;
         Ok(())
     }
 

@@ -58,6 +58,7 @@ struct Row {
     body_start: i32,
     search: TsVector,
     fields: Vec<String>,
+    links: Vec<super::links::Row>,
 }
 
 impl Load {
@@ -75,6 +76,7 @@ impl Load {
                     true => copy_versions(&mut conn, &batch, seq),
                     false => Ok(()),
                 }
+                .and_then(|()| copy_links(&mut conn, &batch))
                 .and_then(|()| copy_documents(&mut conn, batch, seq));
                 if let Err(e) = copied {
                     return (conn, Err(e));
@@ -115,6 +117,7 @@ impl Load {
                 .filter(|t| !t.is_empty())
                 .map(str::to_string)
                 .collect(),
+            links: super::links::rows_of(&doc.links),
         });
         if self.bytes >= BATCH_BYTES {
             self.send()?;
@@ -222,6 +225,15 @@ fn copy_versions(client: &mut Client, batch: &[Row], seq: i64) -> Result<()> {
     }
     writer.finish()?;
     Ok(())
+}
+
+/// The links and names of a batch's documents, by binary COPY.
+fn copy_links(client: &mut Client, batch: &[Row]) -> Result<()> {
+    let documents: Vec<(&'static str, &str, &[super::links::Row])> = batch
+        .iter()
+        .map(|row| (row.prefix, row.id.as_str(), row.links.as_slice()))
+        .collect();
+    super::links::copy(client, &documents)
 }
 
 /// One batch of documents into `documents`, by binary COPY.

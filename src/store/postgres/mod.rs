@@ -15,6 +15,7 @@ mod browse;
 mod feed;
 mod history;
 mod import_tx;
+mod links;
 mod load;
 mod pool;
 mod reader;
@@ -108,6 +109,10 @@ const MIGRATIONS: &[Migration] = &[
     Migration {
         sql: include_str!("../../../migrations/postgres/0015_fields_terms.sql"),
         then: None,
+    },
+    Migration {
+        sql: include_str!("../../../migrations/postgres/0016_links.sql"),
+        then: Some(links::fill_0016),
     },
 ];
 

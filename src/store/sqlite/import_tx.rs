@@ -5,7 +5,7 @@ use r2d2::PooledConnection;
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{OptionalExtension, params};
 
-use super::{FEED_IMPORTS, NewDocument, history, search};
+use super::{FEED_IMPORTS, NewDocument, history, links, search};
 use crate::doc::{ChangeKind, DocKey};
 use crate::store::kind_code;
 
@@ -106,6 +106,7 @@ impl ImportTx {
             }
             None => self.insert(doc, head.as_ref())?,
         };
+        links::put(&self.conn, doc, old.is_some())?;
         search::index(&self.conn, index, rowid, doc, old.as_ref().zip(when))
     }
 
@@ -140,6 +141,7 @@ impl ImportTx {
     fn load(&self, doc: &NewDocument) -> Result<()> {
         let head = self.record_version(doc, None)?;
         let rowid = self.insert(doc, head.as_ref())?;
+        links::put(&self.conn, doc, false)?;
         search::load(&self.conn, rowid, doc)
     }
 
@@ -186,6 +188,7 @@ impl ImportTx {
             search::remove_fields(&self.conn, index, &old, when)?;
         }
         history::record_remove(&self.conn, key, &old, self.seq)?;
+        links::remove(&self.conn, key)?;
         self.conn
             .prepare_cached("DELETE FROM documents WHERE rowid = ?1")?
             .execute([old.rowid])?;

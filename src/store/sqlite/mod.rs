@@ -22,6 +22,7 @@ mod browse;
 mod feed;
 mod history;
 mod import_tx;
+mod links;
 mod rank;
 mod scan;
 mod search;
@@ -114,6 +115,10 @@ pub(in crate::store) const MIGRATIONS: &[Migration] = &[
     Migration {
         sql: include_str!("../../../migrations/sqlite/0015_fields_terms.sql"),
         then: None,
+    },
+    Migration {
+        sql: include_str!("../../../migrations/sqlite/0016_links.sql"),
+        then: Some(links::fill_0016),
     },
 ];
 
