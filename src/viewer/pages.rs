@@ -1,5 +1,6 @@
-//! The viewer's HTML pages: what each reads from the store and the askama template it fills (`templates/*.html`).
+//! The viewer's HTML pages: what each reads from the store (a document page: the document, its history, its mentions and a page of its backlinks, in one read transaction) and the askama template it fills (`templates/*.html`).
 
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use askama::Template;
@@ -10,10 +11,10 @@ use serde_json::Value;
 
 use super::render::{self, Heading, doc_path, escape, uri_path};
 use super::{LIST_PAGE, MAX_RENDERED_BYTES, Viewer, assets_version, html, key_of_path, under_of};
-use crate::cursor;
+use crate::cursor::{self, LinksResume};
 use crate::doc::{DocKey, Prefix};
 use crate::search::{self, Filter, Search, SearchError, Under};
-use crate::store::{DocSummary, Fetched, Hit, Store, Version};
+use crate::store::{DocSummary, Fetched, Hit, InLink, Reader, Store, Version};
 use crate::uri;
 
 /// What every page carries around its content.
@@ -413,6 +414,8 @@ struct DocPage {
     current_href: String,
     history: Vec<HistoryRow>,
     history_more: bool,
+    /// The "Linked from" panel; none on a past version's page.
+    backlinks: Option<Backlinks>,
     /// `prefix/id`, as the terminal commands take it.
     key_text: String,
     source: Option<String>,
@@ -465,10 +468,120 @@ struct Shown {
 #[derive(serde::Deserialize)]
 pub(super) struct DocQuery {
     version: Option<String>,
+    /// Where the "Linked from" panel resumes: a links cursor
+    /// (`cursor::encode_links`, `LinksResume::In`).
+    backlinks: Option<String>,
 }
 
-/// GET `/doc/{prefix}/{id…}[?version=N]`: a document, or one of its
-/// versions, rendered, with its history.
+/// Backlinks listed on a document page at once.
+const BACKLINKS_SHOWN: usize = 50;
+
+/// Out-links read at once while collecting a document's mentions.
+const OUT_LINKS_PAGE: usize = 500;
+
+/// The "Linked from" panel: a keyset page of the links to a document.
+struct Backlinks {
+    rows: Vec<BacklinkRow>,
+    /// The panel was resumed from a cursor (not its first page).
+    resumed: bool,
+    first_href: String,
+    more_href: Option<String>,
+}
+
+/// One link to the document, from another.
+struct BacklinkRow {
+    href: String,
+    /// The source's title, or its URI when it has none.
+    source: String,
+    line: u32,
+    /// The text of the line the link is on (shown escaped).
+    context: String,
+}
+
+/// The names the document `key` mentions (`FEAT-004`), each with the
+/// document the store resolved it to: its out-links that are mentions.
+fn mention_targets(r: &Reader, key: &DocKey) -> anyhow::Result<HashMap<String, DocKey>> {
+    let mut targets = HashMap::new();
+    let mut after = None;
+    loop {
+        let page = r.links_out(key, after, OUT_LINKS_PAGE)?;
+        for link in page.iter().filter(|l| l.mention) {
+            targets
+                .entry(link.text.clone())
+                .or_insert_with(|| link.target.clone());
+        }
+        match page.last() {
+            Some(last) if page.len() == OUT_LINKS_PAGE => after = Some(last.n),
+            _ => return Ok(targets),
+        }
+    }
+}
+
+/// Up to [`BACKLINKS_SHOWN`] links to `key` after `after`, each with its
+/// source's title (one point read per source), and whether there are more.
+fn backlinks_page(
+    r: &Reader,
+    key: &DocKey,
+    after: Option<&(DocKey, u32)>,
+) -> anyhow::Result<(Vec<(InLink, String)>, bool)> {
+    let mut links = r.links_in(key, after.map(|(k, n)| (k, *n)), BACKLINKS_SHOWN + 1)?;
+    let more = links.len() > BACKLINKS_SHOWN;
+    links.truncate(BACKLINKS_SHOWN);
+    let mut titles: HashMap<DocKey, String> = HashMap::new();
+    let mut page = Vec::with_capacity(links.len());
+    for link in links {
+        let title = match titles.get(&link.source) {
+            Some(title) => title.clone(),
+            None => {
+                let title = r
+                    .meta(&link.source)?
+                    .map(|m| m.title)
+                    .filter(|t| !t.trim().is_empty())
+                    .unwrap_or_else(|| uri::format(&link.source));
+                titles.insert(link.source.clone(), title.clone());
+                title
+            }
+        };
+        page.push((link, title));
+    }
+    Ok((page, more))
+}
+
+fn backlinks_panel(
+    key: &DocKey,
+    page: Vec<(InLink, String)>,
+    more: bool,
+    resumed: bool,
+) -> Backlinks {
+    let first_href = format!("{}#linked-from", doc_path(key));
+    // A cursor is base64url: safe in a query as it is.
+    let more_href = match page.last() {
+        Some((last, _)) if more => Some(format!(
+            "{}?backlinks={}#linked-from",
+            doc_path(key),
+            cursor::encode_links(key, &LinksResume::In(Some((last.source.clone(), last.n))))
+        )),
+        _ => None,
+    };
+    Backlinks {
+        rows: page
+            .into_iter()
+            .map(|(link, source)| BacklinkRow {
+                href: doc_path(&link.source),
+                source,
+                line: link.line,
+                context: link.context,
+            })
+            .collect(),
+        resumed,
+        first_href,
+        more_href,
+    }
+}
+
+/// GET `/doc/{prefix}/{id…}[?version=N][?backlinks=CURSOR]`: a document,
+/// or one of its versions, rendered, with its history; the current
+/// document with a page of the links to it ("Linked from").
 pub(super) async fn document(
     State(viewer): State<Arc<Viewer>>,
     Query(query): Query<DocQuery>,
@@ -482,6 +595,21 @@ pub(super) async fn document(
         Some(text) => match text.parse::<u32>() {
             Ok(n) if n >= 1 => Some(n),
             _ => return not_found("A version is a number from 1.").await,
+        },
+    };
+    let resumed = query.backlinks.as_deref().is_some_and(|c| !c.is_empty());
+    let backlinks_after = match query.backlinks.as_deref().filter(|c| !c.is_empty()) {
+        None => None,
+        Some(text) => match cursor::decode_links(text, &key) {
+            Ok(LinksResume::In(after)) => after,
+            Ok(LinksResume::Out(_)) => {
+                return error_page(
+                    StatusCode::BAD_REQUEST,
+                    "Bad request",
+                    "That cursor pages a document's own links, not the links to it.".to_string(),
+                );
+            }
+            Err(e) => return error_page(StatusCode::BAD_REQUEST, "Bad request", e.to_string()),
         },
     };
     let lookup = key.clone();
@@ -533,18 +661,34 @@ pub(super) async fn document(
                     }
                 }
             };
+            // Mentions link where the store resolved them: the current
+            // document's (a past version's mentions the current text no
+            // longer makes stay text).
+            let mentions = match shown.body {
+                Some(_) => mention_targets(r, &lookup)?,
+                None => HashMap::new(),
+            };
             let rendered = shown.body.as_ref().map(|body| {
                 let text = String::from_utf8_lossy(body);
                 let markdown = crate::frontmatter::split(&text).map_or(&*text, |(_, body)| body);
-                render::render(&lookup, markdown, &shown.title, |k| {
-                    r.exists(k).unwrap_or(false)
-                })
+                render::render(
+                    &lookup,
+                    markdown,
+                    &shown.title,
+                    |k| r.exists(k).unwrap_or(false),
+                    &mentions,
+                )
             });
-            Ok(Some((seq, shown, history, rendered)))
+            // A past version's page never changes: no backlinks, which do.
+            let backlinks = match version {
+                None => Some(backlinks_page(r, &lookup, backlinks_after.as_ref())?),
+                Some(_) => None,
+            };
+            Ok(Some((seq, shown, history, rendered, backlinks)))
         })
     })
     .await;
-    let (seq, shown, history, markdown) = match answered {
+    let (seq, shown, history, markdown, backlinks) = match answered {
         Ok(Some(found)) => found,
         Ok(None) => return missing(&viewer, key, version).await,
         Err(e) => return internal(e),
@@ -593,6 +737,7 @@ pub(super) async fn document(
             shown.version.map(|v| v.0),
         ),
         history_more,
+        backlinks: backlinks.map(|(page, more)| backlinks_panel(&key, page, more, resumed)),
         key_text: key.to_string(),
     };
     rendered(StatusCode::OK, page.render())

@@ -1,4 +1,4 @@
-//! A document's Markdown as safe HTML for the viewer: CommonMark with GFM tables, task lists and strikethrough, heading anchors and a table of contents, links to other documents resolved to viewer pages (or marked broken), and everything sanitized.
+//! A document's Markdown as safe HTML for the viewer: CommonMark with GFM tables, task lists and strikethrough, heading anchors and a table of contents, links to other documents resolved to viewer pages (or marked broken), bare mentions of an id (`FEAT-004`) made links to the documents the store resolved them to, and everything sanitized.
 //!
 //! pulldown-cmark passes raw HTML (`<script>`, `onerror=`, `javascript:`)
 //! through untouched, so its output always goes through ammonia's allow-list
@@ -49,17 +49,22 @@ pub fn uri_path(key: &DocKey) -> String {
 }
 
 /// Renders `markdown`, the body of the document `from`. `exists` says
-/// whether a linked document is in the store. A first heading of level 1
-/// whose text is `title` is left out: the page shows the title above.
+/// whether a linked document is in the store; `mentions` maps each name
+/// the document mentions (`FEAT-004`) to the document the store resolved
+/// it to (its out-links that are mentions), and a mention of any other
+/// name stays text. A first heading of level 1 whose text is `title` is
+/// left out: the page shows the title above.
 pub fn render(
     from: &DocKey,
     markdown: &str,
     title: &str,
     exists: impl Fn(&DocKey) -> bool,
+    mentions: &HashMap<String, DocKey>,
 ) -> Rendered {
     let options =
         Options::ENABLE_TABLES | Options::ENABLE_TASKLISTS | Options::ENABLE_STRIKETHROUGH;
-    let mut events: Vec<Event> = Parser::new_ext(markdown, options).collect();
+    let events: Vec<Event> = Parser::new_ext(markdown, options).collect();
+    let mut events = link_mentions(from, events, mentions);
     let mut headings = anchor_headings(&mut events);
     if headings
         .first()
@@ -131,6 +136,108 @@ pub fn render(
         html: SANITIZER.clean(&raw).to_string(),
         headings,
     }
+}
+
+/// Makes each bare mention of a name in `mentions` a link to its
+/// document: in text outside code, images and links (Markdown ones, and
+/// `<a>` written as HTML), as `links::extract` found them at import.
+fn link_mentions<'a>(
+    from: &DocKey,
+    events: Vec<Event<'a>>,
+    mentions: &HashMap<String, DocKey>,
+) -> Vec<Event<'a>> {
+    if mentions.is_empty() {
+        return events;
+    }
+    let mut out = Vec::with_capacity(events.len());
+    // Depths of the code blocks, images, links and HTML `<a>` around.
+    let (mut code, mut image, mut link, mut html_link) = (0usize, 0usize, 0usize, 0usize);
+    for event in events {
+        match &event {
+            Event::Start(Tag::CodeBlock(_)) => code += 1,
+            Event::End(TagEnd::CodeBlock) => code = code.saturating_sub(1),
+            Event::Start(Tag::Image { .. }) => image += 1,
+            Event::End(TagEnd::Image) => image = image.saturating_sub(1),
+            Event::Start(Tag::Link { .. }) => link += 1,
+            Event::End(TagEnd::Link) => link = link.saturating_sub(1),
+            Event::Html(html) | Event::InlineHtml(html) => {
+                let (opened, closed) = html_anchors(html);
+                html_link = (html_link + opened).saturating_sub(closed);
+            }
+            Event::Text(text) if code + image + link + html_link == 0 => {
+                let mut rest = 0;
+                for (offset, word) in mention_words(text) {
+                    let Some(target) = mentions.get(word).filter(|&k| k != from) else {
+                        continue;
+                    };
+                    if offset > rest {
+                        out.push(Event::Text(text[rest..offset].to_string().into()));
+                    }
+                    out.push(Event::InlineHtml(
+                        format!(
+                            "<a class=\"doc mention\" title=\"{}\" href=\"{}\">",
+                            escape(&uri::format(target)),
+                            escape(&doc_path(target))
+                        )
+                        .into(),
+                    ));
+                    out.push(Event::Text(word.to_string().into()));
+                    out.push(Event::InlineHtml("</a>".into()));
+                    rest = offset + word.len();
+                }
+                if rest > 0 {
+                    if rest < text.len() {
+                        out.push(Event::Text(text[rest..].to_string().into()));
+                    }
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        out.push(event);
+    }
+    out
+}
+
+/// The `<a …>` start tags and `</a>` end tags in a piece of raw HTML.
+fn html_anchors(html: &str) -> (usize, usize) {
+    let lower = html.to_ascii_lowercase();
+    let count = |tag: &str| {
+        lower
+            .match_indices(tag)
+            .filter(|(i, _)| {
+                lower[i + tag.len()..]
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c == '>' || c.is_ascii_whitespace())
+            })
+            .count()
+    };
+    (count("<a"), count("</a"))
+}
+
+/// The words of `text` with a mention's shape and their byte offsets: the
+/// maximal runs of letters, digits, `-` and `_`, as `links::extract` reads
+/// a text.
+fn mention_words(text: &str) -> Vec<(usize, &str)> {
+    let is_word = |c: char| c.is_alphanumeric() || c == '-' || c == '_';
+    let mut words = Vec::new();
+    let mut start = None;
+    for (i, c) in text.char_indices() {
+        match (is_word(c), start) {
+            (true, None) => start = Some(i),
+            (false, Some(s)) => {
+                words.push((s, &text[s..i]));
+                start = None;
+            }
+            _ => {}
+        }
+    }
+    if let Some(s) = start {
+        words.push((s, &text[s..]));
+    }
+    words.retain(|(_, word)| crate::links::is_mention(word));
+    words
 }
 
 /// Gives every heading an id from its text (`md-` + a slug, numbered when
@@ -220,14 +327,14 @@ pub fn escape(text: &str) -> String {
 
 /// The allow-list: ammonia's defaults (no script, style, event handlers or
 /// `javascript:` URLs), plus what CommonMark and GFM produce: heading ids,
-/// task-list checkboxes, and the classes of document links.
+/// task-list checkboxes, and the classes of document links and mentions.
 static SANITIZER: LazyLock<ammonia::Builder<'static>> = LazyLock::new(|| {
     let mut builder = ammonia::Builder::default();
     builder
         .add_tags(["input"])
         .add_tag_attributes("input", ["type", "checked", "disabled"])
         .set_tag_attribute_value("input", "disabled", "")
-        .add_allowed_classes("a", ["doc", "broken"])
+        .add_allowed_classes("a", ["doc", "broken", "mention"])
         .id_prefix(Some(ID_PREFIX));
     for h in ["h1", "h2", "h3", "h4", "h5", "h6"] {
         builder.add_tag_attributes(h, ["id"]);
@@ -256,6 +363,7 @@ mod tests {
              <h2 id=\"top\">Top</h2>",
             "Evil",
             |_| true,
+            &HashMap::new(),
         )
         .html;
         for banned in [
@@ -276,7 +384,7 @@ mod tests {
     fn gfm_and_headings() {
         let md = "# Title\n\n## Sync & Offline\n\n## Sync & Offline\n\n\
                   | a | b |\n|---|---|\n| 1 | 2 |\n\n- [x] done\n- [ ] todo\n\n~~old~~\n\n```rust\nfn x() {}\n```\n";
-        let rendered = render(&key("features/F"), md, "Other", |_| true);
+        let rendered = render(&key("features/F"), md, "Other", |_| true, &HashMap::new());
         let anchors: Vec<&str> = rendered
             .headings
             .iter()
@@ -287,7 +395,7 @@ mod tests {
             ["md-title", "md-sync-offline", "md-sync-offline-2"]
         );
         // The title heading is left out when the page shows it already.
-        let titled = render(&key("features/F"), md, "Title", |_| true);
+        let titled = render(&key("features/F"), md, "Title", |_| true, &HashMap::new());
         assert_eq!(titled.headings.len(), 2);
         assert!(!titled.html.contains("<h1"), "{}", titled.html);
         assert!(titled.html.contains("<h2 id=\"md-sync-offline\">"));
@@ -315,6 +423,7 @@ mod tests {
             "[two](FEAT-002.md) [gone](FEAT-404.md) [adr](../docs/adr/0006.md#context) [uri](orchestra://notes/x)",
             "",
             |k| k.id != "FEAT-404",
+            &HashMap::new(),
         )
         .html;
         assert!(
@@ -333,8 +442,55 @@ mod tests {
         );
         assert!(html.contains("href=\"/doc/notes/x\""), "{html}");
         // An anchor within the document meets its heading.
-        let html = render(&key("notes/x"), "## Sync\n\n[up](#sync)\n", "", |_| true).html;
+        let html = render(
+            &key("notes/x"),
+            "## Sync\n\n[up](#sync)\n",
+            "",
+            |_| true,
+            &HashMap::new(),
+        )
+        .html;
         assert!(html.contains("<h2 id=\"md-sync\">"), "{html}");
         assert!(html.contains("href=\"#md-sync\""), "{html}");
+    }
+
+    #[test]
+    fn mentions_link_to_the_documents_the_store_named() {
+        let mentions: HashMap<String, DocKey> = [
+            ("FEAT-004".to_string(), key("features/FEAT-004")),
+            ("TASK-7".to_string(), key("docs/tasks/TASK-7")),
+            ("FEAT-001".to_string(), key("features/FEAT-001")),
+        ]
+        .into();
+        let html = render(
+            &key("features/FEAT-001"),
+            "# FEAT-004 heading\n\nNeeds FEAT-004, TASK-7 <b>and</b> FEAT-999; FEAT-004x FEAT-0041.\n\n\
+             `FEAT-004` [see FEAT-004](https://example.com) <a href=\"x\">FEAT-004</a> ![FEAT-004](p.png)\n\n\
+             FEAT-001 is me.\n\n```\nFEAT-004\n```\n",
+            "",
+            |_| true,
+            &mentions,
+        )
+        .html;
+        let link = "<a class=\"doc mention\" title=\"orchestra://features/FEAT-004\" \
+                    href=\"/doc/features/FEAT-004\" rel=\"noopener noreferrer\">FEAT-004</a>";
+        assert_eq!(html.matches(link).count(), 2, "{html}");
+        assert!(
+            html.contains(&format!(
+                "<h1 id=\"md-feat-004-heading\">{link} heading</h1>"
+            )),
+            "{html}"
+        );
+        assert!(html.contains(&format!("<p>Needs {link}, <a class=\"doc mention\" title=\"orchestra://docs/tasks/TASK-7\" href=\"/doc/docs/tasks/TASK-7\" rel=\"noopener noreferrer\">TASK-7</a> <b>and</b> FEAT-999; FEAT-004x FEAT-0041.</p>")), "{html}");
+        for plain in [
+            "<code>FEAT-004</code>",
+            ">see FEAT-004</a>",
+            "<a href=\"x\" rel=\"noopener noreferrer\">FEAT-004</a>",
+            "alt=\"FEAT-004\"",
+            "<p>FEAT-001 is me.</p>",
+            "<pre><code>FEAT-004\n</code></pre>",
+        ] {
+            assert!(html.contains(plain), "{plain} not in {html}");
+        }
     }
 }

@@ -195,6 +195,152 @@ fn a_document_page_shows_its_names_frontmatter_contents_and_links() {
     );
 }
 
+/// The "Linked from" panel of a page's HTML, which must be there.
+#[track_caller]
+fn linked_from(resp: &Resp) -> String {
+    resp.expect(200);
+    let text = resp.text();
+    let start = text
+        .find(r#"<section class="backlinks" id="linked-from">"#)
+        .unwrap_or_else(|| panic!("no Linked from panel in:\n{text}"));
+    let end = start + text[start..].find("</section>").unwrap();
+    text[start..end].to_string()
+}
+
+/// The sources' titles listed in a "Linked from" panel, in order.
+fn backlink_titles(panel: &str) -> Vec<String> {
+    panel
+        .split(r#"<li class="backlink"><a href=""#)
+        .skip(1)
+        .map(|row| {
+            let title = &row[row.find("\">").unwrap() + 2..];
+            title[..title.find("</a>").unwrap()].to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn a_document_linked_from_sixty_lists_fifty_then_the_other_ten() {
+    let p = Project::new();
+    p.file("features/FEAT-001.md", "# Target\n\nNothing links out.\n");
+    p.file("notes/lonely.md", "# Lonely\n");
+    for i in 0..60 {
+        p.file(
+            &format!("notes/n-{i:02}.md"),
+            format!("# Note {i}\n\nSee [the target](../features/FEAT-001.md) from note {i}.\n"),
+        );
+    }
+    p.import(&[]).assert_success();
+    let server = HttpServer::start(&p, &[]);
+
+    let first = linked_from(&page(&server, "/doc/features/FEAT-001"));
+    let expected: Vec<String> = (0..50).map(|i| format!("Note {i}")).collect();
+    assert_eq!(backlink_titles(&first), expected);
+    assert!(
+        first.contains(
+            r#"<li class="backlink"><a href="/doc/notes/n-07">Note 7</a> <span class="muted">line 3</span><div class="context">See [the target](../features/FEAT-001.md) from note 7.</div></li>"#
+        ),
+        "{first}"
+    );
+    assert!(!first.contains("First links"), "{first}");
+    // A plain link to the next page, back to the panel.
+    let start = first
+        .find(r#"<a class="more" href=""#)
+        .unwrap_or_else(|| panic!("no more link in {first}"))
+        + r#"<a class="more" href=""#.len();
+    let more = &first[start..start + first[start..].find('"').unwrap()];
+    assert!(
+        more.starts_with("/doc/features/FEAT-001?backlinks=") && more.ends_with("#linked-from"),
+        "{more}"
+    );
+    let path = more.strip_suffix("#linked-from").unwrap();
+
+    let second = linked_from(&page(&server, path));
+    let expected: Vec<String> = (50..60).map(|i| format!("Note {i}")).collect();
+    assert_eq!(backlink_titles(&second), expected);
+    assert!(
+        second.contains(
+            r##"<a class="first" href="/doc/features/FEAT-001#linked-from">First links</a>"##
+        ),
+        "{second}"
+    );
+    assert!(!second.contains(r#"class="more""#), "{second}");
+
+    // A document no other links to says so.
+    assert!(
+        linked_from(&page(&server, "/doc/notes/lonely"))
+            .contains(r#"<p class="muted">No other document links here.</p>"#)
+    );
+    // Another document's cursor, or a bad one, is refused.
+    let cursor = &path[path.find('=').unwrap() + 1..];
+    page(&server, &format!("/doc/notes/lonely?backlinks={cursor}")).expect(400);
+    page(&server, "/doc/features/FEAT-001?backlinks=nonsense").expect(400);
+    // A past version's page has no panel: it never changes, backlinks do.
+    assert_lacks(
+        &page(&server, "/doc/features/FEAT-001?version=1"),
+        &["linked-from"],
+    );
+}
+
+#[test]
+fn a_backlinks_context_is_escaped() {
+    let p = Project::new();
+    p.file("features/FEAT-001.md", "# Target\n");
+    p.file(
+        "notes/hostile.md",
+        "# Hostile\n\nSee FEAT-001: <script>window.pwned = 1</script> & \"quotes\" <img src=x onerror=alert(1)>\n",
+    );
+    p.import(&[]).assert_success();
+    let server = HttpServer::start(&p, &[]);
+    let panel = linked_from(&page(&server, "/doc/features/FEAT-001"));
+    assert!(
+        panel.contains(
+            r#"<li class="backlink"><a href="/doc/notes/hostile">Hostile</a> <span class="muted">line 3</span><div class="context">See FEAT-001: &#60;script&#62;window.pwned = 1&#60;/script&#62; &#38; &#34;quotes&#34; &#60;img src=x onerror=alert(1)&#62;</div></li>"#
+        ),
+        "{panel}"
+    );
+    assert!(
+        !panel.contains("<script") && !panel.contains("<img"),
+        "{panel}"
+    );
+}
+
+#[test]
+fn bare_mentions_link_to_the_document_the_store_resolved() {
+    let p = Project::new();
+    p.file(
+        "features/FEAT-001.md",
+        "# Sync\n\nBlocked by FEAT-004 and TASK-7, not by `FEAT-004` or FEAT-999; \
+         FEAT-001 is this one.\n",
+    );
+    p.file("features/FEAT-004.md", "# Attachments\n");
+    // Two documents named TASK-7: the first in key order wins.
+    p.file("docs/tasks/TASK-7.md", "# Task seven\n");
+    p.file("notes/TASK-7.md", "# Another seven\n");
+    p.import(&[]).assert_success();
+    let server = HttpServer::start(&p, &[]);
+    let doc = page(&server, "/doc/features/FEAT-001");
+    assert_contains(
+        &doc,
+        &[concat!(
+            r#"<p>Blocked by <a class="doc mention" title="orchestra://features/FEAT-004" href="/doc/features/FEAT-004" rel="noopener noreferrer">FEAT-004</a>"#,
+            r#" and <a class="doc mention" title="orchestra://docs/tasks/TASK-7" href="/doc/docs/tasks/TASK-7" rel="noopener noreferrer">TASK-7</a>"#,
+            r#", not by <code>FEAT-004</code> or FEAT-999; FEAT-001 is this one.</p>"#
+        )],
+    );
+    assert_lacks(
+        &doc,
+        &["/doc/notes/TASK-7", "href=\"/doc/features/FEAT-999"],
+    );
+    // The mentioned document lists the mention among its backlinks.
+    let panel = linked_from(&page(&server, "/doc/features/FEAT-004"));
+    assert_eq!(backlink_titles(&panel), ["Sync"]);
+    assert!(
+        panel.contains(r#"<span class="muted">line 3</span>"#),
+        "{panel}"
+    );
+}
+
 #[test]
 fn a_hostile_document_cannot_run_script() {
     let p = linked_project();
