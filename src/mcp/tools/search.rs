@@ -16,7 +16,8 @@ pub const SEARCH: &str = "search";
 
 const DESCRIPTION: &str = "Find documents of this project's backlog (features, notes, docs) by their words. \
 Use it before reading: it answers with ranked links (orchestra:// URIs) with titles and snippets, not bodies; \
-read the documents that matter with the read tool (or resources/read), long ones by section after outline. \
+read the documents that matter with the read tool (or resources/read), long ones by section after outline; \
+the links tool shows what a document links to and which documents link to it. \
 Query language: `login code` (both words), `\"sign in\"` (phrase), `sync*` (prefix), `-draft` (without the word), \
 `login OR signin` (either); ids and words with punctuation are found as written (`FEAT-0012`, `v2.1`). \
 Case and accents never matter. \
