@@ -1,4 +1,4 @@
-//! The `orchestra` command line: the subcommands and their flags; the commands that write (`import`, `serve`, `prune`) run here, the read-only commands (`search`, `ls`, `show`, `stats`, `log`, `diff`) and the shell's (`completions`, `man`) in `cli`.
+//! The `orchestra` command line: the subcommands and their flags; the commands that write (`import`, `serve`, `prune`) run here, the read-only commands (`search`, `ls`, `show`, `stats`, `log`, `diff`, `links`, `check`) and the shell's (`completions`, `man`) in `cli`.
 
 mod cli;
 #[cfg(test)]
@@ -59,6 +59,12 @@ enum Command {
     /// Exit 0 when it printed some, 1 when there are none or no such
     /// document, 2 on an error.
     Links(cli::links::LinksArgs),
+    /// Report the project's problems, one per line (PATH:LINE: KIND:
+    /// message): broken links, frontmatter that does not parse, documents
+    /// that are not UTF-8, ids that differ only in case, files the last
+    /// import skipped, titles used twice in a prefix. Exit 0 when there are
+    /// none, 1 when there are some, 2 on an error.
+    Check(cli::check::CheckArgs),
     /// Show what the database holds: documents and bytes per prefix, its size,
     /// the project, the schema version and the last import.
     Stats(cli::stats::StatsArgs),
@@ -160,6 +166,7 @@ fn main() -> ExitCode {
         Command::Diff(args) => return cli::exit_status(cli::diff::run(&args)),
         Command::Prune(args) => return cli::exit_status(run_prune(&args).map(|()| true)),
         Command::Links(args) => return cli::exit_status(cli::links::run(&args)),
+        Command::Check(args) => return cli::exit_status(cli::check::run(&args)),
         Command::Log(args) => {
             return cli::exit_status(cli::log::run(&args, db_given(&matches, "log")));
         }

@@ -1,5 +1,6 @@
-//! The read-only commands for people at a terminal (`search`, `ls`, `show`, `stats`, `log`, `diff`) and what they share: the `--db` flag, opening the store read-only, naming a document, and the exit status; `manual`, the shell's completions and the man page.
+//! The read-only commands for people at a terminal (`search`, `ls`, `show`, `stats`, `log`, `diff`, `links`, `check`) and what they share: the `--db` flag, opening the store read-only, naming a document, and the exit status; `manual`, the shell's completions and the man page.
 
+pub mod check;
 pub mod diff;
 pub mod links;
 pub mod log;

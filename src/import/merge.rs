@@ -139,6 +139,7 @@ where
         self.merged.warnings.push(Warning {
             path: (self.to.shown)(path),
             reason,
+            skipped: true,
         });
         self.merged.skipped += 1;
     }

@@ -28,7 +28,7 @@ use serde::Serialize;
 
 pub use crate::doc::ChangeKind;
 use crate::doc::DocKey;
-use crate::store::{Access, ImportTx, Location, Store, StoredStats};
+use crate::store::{Access, ImportTx, Location, SkippedFile, Store, StoredStats};
 use merge::Decisions;
 use read::{Candidate, Outcome};
 
@@ -59,6 +59,10 @@ pub struct Warning {
     #[serde(serialize_with = "lossy_path")]
     pub path: PathBuf,
     pub reason: String,
+    /// The file was left out, not only noted: the last import's list of
+    /// those is kept in the database for `orchestra check`.
+    #[serde(skip)]
+    pub skipped: bool,
 }
 
 /// Paths in `--json` output: a file name that is not UTF-8 is shown with
@@ -172,6 +176,7 @@ pub fn run(opts: &Options) -> Result<Report> {
         report.warnings.push(Warning {
             path: path.with_file_name(".gitignore"),
             reason: format!("cannot write it ({e}): the database may be committed by mistake"),
+            skipped: false,
         });
     }
     let own_files = match &opts.db {
@@ -243,6 +248,8 @@ pub fn run(opts: &Options) -> Result<Report> {
     report.unchanged += merged.unchanged;
 
     if let Some(tx) = tx {
+        tx.record_skipped(skipped_files(&report.warnings, &opts.dir))
+            .with_context(|| format!("cannot write to the database {}", opts.db))?;
         let changed = report.changed();
         if changed {
             report.seq = tx.seq();
@@ -255,6 +262,24 @@ pub fn run(opts: &Options) -> Result<Report> {
     report.warnings.sort_by(|a, b| a.path.cmp(&b.path));
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// The files left out, by their paths in the project (the warnings show
+/// them under the folder as it was named).
+fn skipped_files(warnings: &[Warning], dir: &Path) -> Vec<SkippedFile> {
+    let mut files: Vec<SkippedFile> = warnings
+        .iter()
+        .filter(|w| w.skipped)
+        .map(|w| {
+            let relative = w.path.strip_prefix(dir).unwrap_or(&w.path);
+            SkippedFile {
+                path: relative.to_string_lossy().replace('\\', "/"),
+                reason: w.reason.clone(),
+            }
+        })
+        .collect();
+    files.sort_by(|a, b| a.path.cmp(&b.path));
+    files
 }
 
 /// The writer: what the readers and the comparison decided, into the

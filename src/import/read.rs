@@ -39,9 +39,10 @@ pub(super) fn read_candidate(
     max: u64,
     shown: &dyn Fn(&Path) -> PathBuf,
 ) -> Outcome {
-    let warning = |reason: String| Warning {
+    let warning = |reason: String, skipped: bool| Warning {
         path: shown(&candidate.path),
         reason,
+        skipped,
     };
     let mut body = Vec::new();
     // Read at most one byte past the limit: a file that grew since the walk
@@ -49,10 +50,13 @@ pub(super) fn read_candidate(
     let read = File::open(&candidate.path)
         .and_then(|file| file.take(max.saturating_add(1)).read_to_end(&mut body));
     if let Err(e) = read {
-        return Outcome::Skipped(warning(format!("cannot read: {e}: skipped")));
+        return Outcome::Skipped(warning(format!("cannot read: {e}: skipped"), true));
     }
     if body.len() as u64 > max {
-        return Outcome::Skipped(warning(format!("over the limit of {max} bytes: skipped")));
+        return Outcome::Skipped(warning(
+            format!("over the limit of {max} bytes: skipped"),
+            true,
+        ));
     }
     let stat = FileStat {
         size: body.len() as u64,
@@ -92,7 +96,7 @@ pub(super) fn read_candidate(
     Outcome::Put {
         doc: Box::new(doc),
         updated,
-        warning: note.map(warning),
+        warning: note.map(|note| warning(note, false)),
     }
 }
 

@@ -58,6 +58,7 @@ impl Discovery {
         self.warnings.push(Warning {
             path,
             reason: reason.into(),
+            skipped: true,
         });
         self.skipped += 1;
     }

@@ -7,9 +7,9 @@ use anyhow::Result;
 use super::postgres::{PgChangeWatcher, PgImportTx, PgReader, PgStore, PgTarget};
 use super::sqlite;
 use super::{
-    BrokenLink, ChangeBatch, DocMeta, DocSummary, Fetched, HistoryStats, InLink, NewDocument,
-    OutLink, PruneReport, PruneRules, SearchPage, StoreStats, StoredStats, Version, VersionBody,
-    VersionBytes,
+    BrokenLink, ChangeBatch, CheckRow, DocMeta, DocSummary, Fetched, HistoryStats, InLink,
+    NewDocument, OutLink, PruneReport, PruneRules, SearchPage, SkippedFile, StoreStats,
+    StoredStats, Version, VersionBody, VersionBytes,
 };
 use crate::cursor::SearchResume;
 use crate::doc::{ChangeKind, DocKey, Prefix};
@@ -305,6 +305,17 @@ impl Reader {
     ) -> Result<Vec<BrokenLink>> {
         either!(self, reader => reader.broken_links(after, limit))
     }
+
+    /// Up to `limit` documents after `after` in key order, with what
+    /// `orchestra check` reads of each.
+    pub fn check_page(&self, after: Option<&DocKey>, limit: usize) -> Result<Vec<CheckRow>> {
+        either!(self, reader => reader.check_page(after, limit))
+    }
+
+    /// The files the last import left out, by path.
+    pub fn skipped_files(&self) -> Result<Vec<SkippedFile>> {
+        either!(self, reader => reader.skipped_files())
+    }
 }
 
 /// The one transaction of an import. Dropped without
@@ -342,6 +353,12 @@ impl ImportTx {
 
     pub fn record(&self, kind: ChangeKind, key: &DocKey) -> Result<()> {
         either!(self, tx => tx.record(kind, key))
+    }
+
+    /// The files this import left out (replacing the last import's list),
+    /// written with its commit.
+    pub fn record_skipped(&self, files: Vec<SkippedFile>) -> Result<()> {
+        either!(self, tx => tx.record_skipped(files))
     }
 
     pub fn commit(self, changed: bool) -> Result<()> {

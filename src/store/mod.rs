@@ -142,6 +142,27 @@ impl NewDocument {
     }
 }
 
+/// A file the last import left out, and why (`orchestra check`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SkippedFile {
+    /// Relative to the project folder, `/`-separated.
+    pub path: String,
+    pub reason: String,
+}
+
+/// What `orchestra check` reads of a document, as [`Reader::check_page`]
+/// pages them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckRow {
+    pub key: DocKey,
+    pub title: String,
+    pub is_text: bool,
+    /// Its bytes, only when check must read them: a document that is not
+    /// UTF-8, or one that opens with `---` and has no frontmatter stored
+    /// (whose block did not parse).
+    pub body: Option<Vec<u8>>,
+}
+
 /// A link from a document, as [`Reader::links_out`] pages them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct OutLink {

@@ -1028,11 +1028,27 @@ fn as_before_0014(p: &Project) {
 /// Turns `p`'s database back into what orchestra wrote before migration
 /// 0015: no view of the `where` pairs' counts, schema version 14.
 fn as_before_0015(p: &Project) {
+    as_before_0016(p);
     let conn = rusqlite::Connection::open(p.db()).unwrap();
     conn.execute_batch(
         "BEGIN;
          DROP TABLE fields_terms;
          PRAGMA user_version = 14;
+         COMMIT;",
+    )
+    .unwrap();
+}
+
+/// Turns `p`'s database back into what orchestra wrote before migrations
+/// 0016 and 0017: no links, names or skipped files, schema version 15.
+fn as_before_0016(p: &Project) {
+    let conn = rusqlite::Connection::open(p.db()).unwrap();
+    conn.execute_batch(
+        "BEGIN;
+         DROP TABLE links;
+         DROP TABLE names;
+         DROP TABLE skipped;
+         PRAGMA user_version = 15;
          COMMIT;",
     )
     .unwrap();

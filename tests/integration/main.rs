@@ -1,6 +1,7 @@
 //! End-to-end tests on the real `orchestra` binary: one test binary, one module per command.
 
 mod browser;
+mod check;
 mod cli;
 mod concurrency;
 mod faults;

@@ -48,6 +48,8 @@ pub struct PgImportTx {
     seq: i64,
     replaced: bool,
     starts_empty: bool,
+    /// The files this import left out, written at the commit.
+    pub(super) skipped: RefCell<Option<Vec<crate::store::SkippedFile>>>,
     finished: bool,
 }
 
@@ -74,6 +76,7 @@ impl PgStore {
             seq: 0,
             replaced: false,
             starts_empty: false,
+            skipped: RefCell::new(None),
             finished: false,
         };
         tx.client()
@@ -341,6 +344,11 @@ impl PgImportTx {
             *self.conn.borrow_mut() = Some(conn);
             copied?;
             load.write_rest(&mut self.client(), self.seq)?;
+        }
+        if let Some(files) = self.skipped.borrow_mut().take() {
+            let mut client = self.client();
+            let client: &mut postgres::Client = &mut client;
+            super::check::write_skipped(client, &files)?;
         }
         if changed {
             let seq = self.seq;

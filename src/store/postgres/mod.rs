@@ -12,6 +12,7 @@
 //! this orchestra knows is refused, as on SQLite.
 
 mod browse;
+mod check;
 mod feed;
 mod history;
 mod import_tx;
@@ -113,6 +114,10 @@ const MIGRATIONS: &[Migration] = &[
     Migration {
         sql: include_str!("../../../migrations/postgres/0016_links.sql"),
         then: Some(links::fill_0016),
+    },
+    Migration {
+        sql: include_str!("../../../migrations/postgres/0017_skipped.sql"),
+        then: None,
     },
 ];
 

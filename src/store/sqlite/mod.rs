@@ -19,6 +19,7 @@
 //! Statements are prepared once per connection (`prepare_cached`).
 
 mod browse;
+mod check;
 mod feed;
 mod history;
 mod import_tx;
@@ -119,6 +120,10 @@ pub(in crate::store) const MIGRATIONS: &[Migration] = &[
     Migration {
         sql: include_str!("../../../migrations/sqlite/0016_links.sql"),
         then: Some(links::fill_0016),
+    },
+    Migration {
+        sql: include_str!("../../../migrations/sqlite/0017_skipped.sql"),
+        then: None,
     },
 ];
 
