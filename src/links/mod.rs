@@ -142,8 +142,9 @@ pub fn name_of(id: &str) -> Option<&str> {
 }
 
 /// The bare words of `text` that have a mention's shape, with their byte
-/// offsets: maximal runs of letters, digits, `-` and `_`.
-fn mentions(text: &str) -> impl Iterator<Item = (usize, &str)> {
+/// offsets: maximal runs of letters, digits, `-` and `_` (the viewer links
+/// the same words).
+pub fn mentions(text: &str) -> impl Iterator<Item = (usize, &str)> {
     let is_word = |c: char| c.is_alphanumeric() || c == '-' || c == '_';
     let mut rest = text.char_indices().peekable();
     std::iter::from_fn(move || {

@@ -166,7 +166,7 @@ fn link_mentions<'a>(
             }
             Event::Text(text) if code + image + link + html_link == 0 => {
                 let mut rest = 0;
-                for (offset, word) in mention_words(text) {
+                for (offset, word) in crate::links::mentions(text) {
                     let Some(target) = mentions.get(word).filter(|&k| k != from) else {
                         continue;
                     };
@@ -214,30 +214,6 @@ fn html_anchors(html: &str) -> (usize, usize) {
             .count()
     };
     (count("<a"), count("</a"))
-}
-
-/// The words of `text` with a mention's shape and their byte offsets: the
-/// maximal runs of letters, digits, `-` and `_`, as `links::extract` reads
-/// a text.
-fn mention_words(text: &str) -> Vec<(usize, &str)> {
-    let is_word = |c: char| c.is_alphanumeric() || c == '-' || c == '_';
-    let mut words = Vec::new();
-    let mut start = None;
-    for (i, c) in text.char_indices() {
-        match (is_word(c), start) {
-            (true, None) => start = Some(i),
-            (false, Some(s)) => {
-                words.push((s, &text[s..i]));
-                start = None;
-            }
-            _ => {}
-        }
-    }
-    if let Some(s) = start {
-        words.push((s, &text[s..]));
-    }
-    words.retain(|(_, word)| crate::links::is_mention(word));
-    words
 }
 
 /// Gives every heading an id from its text (`md-` + a slug, numbered when
