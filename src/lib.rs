@@ -33,6 +33,7 @@ pub mod table;
 pub mod uri;
 pub mod viewer;
 pub mod watch;
+pub mod write;
 
 /// The version and the commit this binary was built from (`build.rs`):
 /// `0.1.0 (56ed811b2c3d)`, `-dirty` after the hash for a modified tree,
