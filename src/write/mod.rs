@@ -1,4 +1,5 @@
 //! Writes: documents created, edited, moved and removed by agents and people, written to the Markdown files first (atomically, under the project's lock) and then imported in one transaction, so that the folder stays the source of truth.
 pub mod allocate;
 pub mod atomic;
+pub mod edit;
 pub mod path;
