@@ -24,6 +24,8 @@ pub struct Heading {
 pub fn headings(text: &str, lines: &Lines) -> Vec<Heading> {
     let body_start = match crate::frontmatter::split(text) {
         Some((_, body)) => text.len() - body.len(),
+        // A BOM is no text: past it, a first line `# Title` is a heading.
+        None if text.starts_with('\u{feff}') => '\u{feff}'.len_utf8(),
         None => 0,
     };
     let options =
@@ -233,6 +235,10 @@ mod tests {
         );
         assert_eq!(outline("no headings\n"), []);
         assert_eq!(outline("# Only\r\nbody\r\n"), [h(1, "Only", 1, 2)]);
+        assert_eq!(
+            outline("\u{feff}# After a BOM\nbody\n"),
+            [h(1, "After a BOM", 1, 2)]
+        );
         let sections = headings(text, &Lines::of(text));
         assert_eq!(
             &text[sections[1].start..sections[1].end],
