@@ -16,6 +16,7 @@ use orchestra::import::{self, ChangeKind};
 use orchestra::mcp;
 use orchestra::store::{Access, Location, PruneRules, Store};
 use orchestra::watch;
+use orchestra::write::Writer;
 
 use cli::DbArg;
 
@@ -139,6 +140,14 @@ struct ServeArgs {
     /// from this file [default: $ORCHESTRA_TOKEN].
     #[arg(long, value_name = "PATH", requires = "http")]
     token_file: Option<PathBuf>,
+    /// The project folder the database holds, for writes, when it is not
+    /// the watched one (`--db PATH --project DIR`).
+    #[arg(long, value_name = "DIR", conflicts_with = "watch")]
+    project: Option<PathBuf>,
+    /// Never write: declare no write tools (create, write, edit, move,
+    /// delete) even where the project folder is known.
+    #[arg(long)]
+    read_only: bool,
     /// Resources per `resources/list` page.
     #[arg(long, value_name = "N", default_value_t = mcp::DEFAULT_PAGE_SIZE,
           value_parser = clap::value_parser!(u32).range(1..=mcp::MAX_PAGE_SIZE as i64))]
@@ -290,6 +299,27 @@ fn run_prune(args: &PruneArgs) -> Result<()> {
     Ok(())
 }
 
+/// The writer of the project folder `serve` knows (`--project`, else the
+/// watched one), unless it must not write: `--read-only`, or HTTP without a
+/// token (whoever reaches the port could write).
+fn writer(
+    args: &ServeArgs,
+    watched: Option<&Path>,
+    store: Option<&Store>,
+) -> Result<Option<Writer>> {
+    let (Some(folder), Some(store)) = (args.project.as_deref().or(watched), store) else {
+        return Ok(None);
+    };
+    if args.read_only {
+        return Ok(None);
+    }
+    if args.http.is_some() && token(args)?.is_none() {
+        tracing::info!("serving HTTP without a token: read-only (--token-file makes it writable)");
+        return Ok(None);
+    }
+    Writer::new(folder, store.clone(), import::DEFAULT_MAX_FILE_SIZE).map(Some)
+}
+
 /// The bearer token of `serve --http`: `--token-file`, else `$ORCHESTRA_TOKEN`.
 fn token(args: &ServeArgs) -> Result<Option<String>> {
     let token = match &args.token_file {
@@ -358,6 +388,9 @@ fn run_serve(args: ServeArgs, db_given: bool) -> Result<()> {
     };
     let config = mcp::Config {
         page_size: args.page_size as usize,
+        writer: writer(&args, watched.as_deref(), store.as_ref())?,
+        // A client's root, over stdio, is the user's own folder.
+        writes_later: !args.read_only && args.http.is_none(),
     };
     // Over stdio, one thread runs the session: a request's steps (the line
     // read, the task, the reply queued, the write) then hand over to no

@@ -28,7 +28,7 @@ use serde::Serialize;
 
 pub use crate::doc::ChangeKind;
 use crate::doc::DocKey;
-use crate::store::{Access, ImportTx, Location, SkippedFile, Store, StoredStats};
+use crate::store::{Access, ImportTx, Location, NewDocument, SkippedFile, Store, StoredStats};
 use merge::Decisions;
 use read::{Candidate, Outcome};
 
@@ -262,6 +262,37 @@ pub fn run(opts: &Options) -> Result<Report> {
     report.warnings.sort_by(|a, b| a.path.cmp(&b.path));
     report.seconds = started.elapsed().as_secs_f64();
     Ok(report)
+}
+
+/// One file of the project read as an import reads it: the document the
+/// store takes (its mtime the file's now), for a write that imports the
+/// file it has just replaced (`write`). An error says why it cannot be a
+/// document (unreadable, over `max_file_size`).
+pub fn read_one(
+    path: &Path,
+    key: DocKey,
+    max_file_size: u64,
+    db: &Location,
+) -> Result<NewDocument> {
+    let meta =
+        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let candidate = Candidate {
+        key,
+        path: path.to_path_buf(),
+        mtime_ns: walk::mtime_ns(&meta),
+        old: None,
+    };
+    match read::read_candidate(candidate, max_file_size, &|p| p.to_path_buf()) {
+        Outcome::Put { doc, .. } => {
+            let mut doc = *doc;
+            db.prepare(&mut doc);
+            Ok(doc)
+        }
+        Outcome::Skipped(warning) => bail!("{warning}"),
+        Outcome::Touch(..) | Outcome::Removed(_) => {
+            unreachable!("a file without a stored stat is always read")
+        }
+    }
 }
 
 /// The files left out, by their paths in the project (the warnings show

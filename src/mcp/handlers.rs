@@ -66,7 +66,7 @@ pub fn handle(
         "resources/templates/list" => templates(parse(params)?),
         "completion/complete" => complete(ctx, parse(params)?),
         "tools/list" => Ok(Handled {
-            json: ctx.tools_json.clone(),
+            json: ctx.tools_json().to_string(),
             freshness: TOOLS_TTL,
         }),
         "tools/call" => tools::call(ctx, version, parse(params)?),
@@ -178,13 +178,33 @@ fn read(ctx: &Context, params: ReadParams, stateless: bool) -> Result<Handled, R
         }
         Some(Fetched::Document(doc)) => doc,
     };
-    read_result(uri::format(&doc.key), doc.is_text, doc.body)
+    let meta = doc.version.map(|version| (version, doc.hash));
+    read_result(uri::format(&doc.key), doc.is_text, doc.body, meta)
 }
 
 /// The `resources/read` result of one document's bytes: text for UTF-8
-/// documents, a base64 blob for the others.
-fn read_result(uri: String, is_text: bool, body: Vec<u8>) -> Result<Handled, RpcError> {
-    let contents = if is_text {
+/// documents, a base64 blob for the others; with `_meta` naming the version
+/// read and its hash (`orchestra/version`, `orchestra/hash`), which a
+/// write's `ifVersion` names.
+fn read_result(
+    uri: String,
+    is_text: bool,
+    body: Vec<u8>,
+    version: Option<(u32, [u8; 32])>,
+) -> Result<Handled, RpcError> {
+    let meta = version.map(|(number, hash)| {
+        let mut meta = serde_json::Map::new();
+        meta.insert("orchestra/version".into(), number.into());
+        meta.insert(
+            "orchestra/hash".into(),
+            hash.iter()
+                .map(|b| format!("{b:02x}"))
+                .collect::<String>()
+                .into(),
+        );
+        rmcp::model::MetaObject(meta)
+    });
+    let mut contents = if is_text {
         match String::from_utf8(body) {
             Ok(text) => ResourceContents::TextResourceContents {
                 uri,
@@ -197,6 +217,11 @@ fn read_result(uri: String, is_text: bool, body: Vec<u8>) -> Result<Handled, Rpc
     } else {
         blob(uri, &body)
     };
+    match &mut contents {
+        ResourceContents::TextResourceContents { meta: m, .. }
+        | ResourceContents::BlobResourceContents { meta: m, .. } => *m = meta,
+        _ => {}
+    }
     let mut result = ReadResourceResult::new(vec![contents]);
     result.result_type = None;
     Ok(Handled {
@@ -226,10 +251,12 @@ fn read_version(
     if found.size > MAX_READ_BYTES {
         return Err(RpcError::too_large(asked, found.size, MAX_READ_BYTES));
     }
+    let hash = *blake3::hash(&found.body).as_bytes();
     read_result(
         uri::format_versioned(key, number),
         found.is_text,
         found.body,
+        Some((number, hash)),
     )
 }
 

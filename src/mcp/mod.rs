@@ -28,6 +28,7 @@ use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 
 use crate::store::{ChangeBatch, ChangeWatcher, Store};
+use crate::write::Writer;
 pub use error::RpcError;
 pub use framing::MAX_LINE;
 use handlers::Freshness;
@@ -48,26 +49,54 @@ const INSTRUCTIONS: &str = "The project's Markdown knowledge: features (orchestr
 #[derive(Debug, Clone)]
 pub struct Config {
     pub page_size: usize,
+    /// The writer of the project folder served, when the server may write
+    /// to it (it knows the folder, is not `--read-only`, and over HTTP has
+    /// a token): the write tools are declared then.
+    pub writer: Option<Writer>,
+    /// Whether a project named later (a client's root) may be written.
+    pub writes_later: bool,
 }
 
 /// The store a server serves: none until a project is known (a server
 /// started with nothing to serve waits for its client's roots), and another
-/// when the client's roots change. Shared by the session and the poller.
+/// when the client's roots change; and the writer of its folder, when the
+/// server writes. Shared by the session and the poller.
 #[derive(Clone, Default)]
-pub struct StoreSlot(Arc<std::sync::RwLock<Option<Store>>>);
+pub struct StoreSlot {
+    store: Arc<std::sync::RwLock<Option<Store>>>,
+    writer: Arc<std::sync::RwLock<Option<Writer>>>,
+    writes_later: Arc<std::sync::atomic::AtomicBool>,
+}
 
 impl StoreSlot {
     pub fn new(store: Option<Store>) -> StoreSlot {
-        StoreSlot(Arc::new(std::sync::RwLock::new(store)))
+        StoreSlot {
+            store: Arc::new(std::sync::RwLock::new(store)),
+            ..StoreSlot::default()
+        }
     }
 
     /// The store now, if any (a cheap clone of its pool).
     pub fn get(&self) -> Option<Store> {
-        self.0.read().unwrap_or_else(|e| e.into_inner()).clone()
+        self.store.read().unwrap_or_else(|e| e.into_inner()).clone()
     }
 
-    fn set(&self, store: Store) {
-        *self.0.write().unwrap_or_else(|e| e.into_inner()) = Some(store);
+    /// The writer now, if the server writes.
+    fn writer(&self) -> Option<Writer> {
+        self.writer
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Whether a project named later may be written.
+    fn writes_later(&self) -> bool {
+        self.writes_later.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn set(&self, store: Store, writer: Option<Writer>) {
+        *self.store.write().unwrap_or_else(|e| e.into_inner()) = Some(store);
+        *self.writer.write().unwrap_or_else(|e| e.into_inner()) = writer;
     }
 }
 
@@ -79,11 +108,18 @@ pub struct Context {
     /// `"_meta":{...serverInfo}`, spliced into every 2026-07-28 result.
     server_meta: String,
     initialize: InitializeResult,
+    /// `tools/list` without the write tools, and with them.
     tools_json: String,
+    tools_json_writes: String,
 }
 
 impl Context {
     fn new(slot: StoreSlot, config: &Config) -> Context {
+        if let Some(writer) = &config.writer {
+            *slot.writer.write().unwrap_or_else(|e| e.into_inner()) = Some(writer.clone());
+        }
+        slot.writes_later
+            .store(config.writes_later, std::sync::atomic::Ordering::Relaxed);
         let server_info = server_info();
         let mut discover = DiscoverResult::new(vec![ProtocolVersion::V_2026_07_28], capabilities())
             .with_server_info(server_info.clone());
@@ -109,7 +145,8 @@ impl Context {
             discover_json: discover.to_string(),
             server_meta: format!("\"_meta\":{}", Value::Object(meta)),
             initialize,
-            tools_json: tools::list_json(),
+            tools_json: tools::list_json(false),
+            tools_json_writes: tools::list_json(true),
         }
     }
 
@@ -141,6 +178,24 @@ impl Context {
     /// The store, when a project is known.
     fn store(&self) -> Option<Store> {
         self.slot.get()
+    }
+
+    /// The writer of the project, or why this server does not write.
+    fn writer(&self) -> Result<Writer, String> {
+        self.slot.writer().ok_or_else(|| {
+            "this server does not write: it serves a database without its project folder, or runs with --read-only, \
+             or serves HTTP without a token (--token-file). Start it in the project's folder, or with --watch DIR \
+             or --project DIR, to write"
+                .to_string()
+        })
+    }
+
+    /// The `tools/list` result: with the write tools when the server writes.
+    fn tools_json(&self) -> &str {
+        match self.slot.writer() {
+            Some(_) => &self.tools_json_writes,
+            None => &self.tools_json,
+        }
     }
 
     fn initialize_json(&self, version: &'static str) -> String {

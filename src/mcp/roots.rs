@@ -10,6 +10,7 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::StoreSlot;
 use crate::store::{Location, Store};
+use crate::write::Writer;
 use crate::{import, watch};
 
 /// How long the server waits for a client's `roots/list` answer.
@@ -98,9 +99,21 @@ impl Roots {
                 }
             };
             let current = chosen.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            let picked =
-                tokio::task::spawn_blocking(move || pick(&result, current.as_deref())).await;
-            let Ok(Some((root, store))) = picked else {
+            let writes = slot.writes_later();
+            let picked = tokio::task::spawn_blocking(move || {
+                let (root, store) = pick(&result, current.as_deref())?;
+                let writer = match writes {
+                    true => Writer::new(&root, store.clone(), import::DEFAULT_MAX_FILE_SIZE)
+                        .inspect_err(|e| {
+                            tracing::warn!("the root {} is served read-only: {e:#}", root.display())
+                        })
+                        .ok(),
+                    false => None,
+                };
+                Some((root, store, writer))
+            })
+            .await;
+            let Ok(Some((root, store, writer))) = picked else {
                 return;
             };
             eprintln!(
@@ -108,7 +121,7 @@ impl Roots {
                 root.display()
             );
             *chosen.lock().unwrap_or_else(|e| e.into_inner()) = Some(root);
-            slot.set(store);
+            slot.set(store, writer);
             let changed =
                 json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"});
             let _ = out.send(changed.to_string()).await;

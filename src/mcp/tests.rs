@@ -69,7 +69,11 @@ async fn exchange_with(
     let serve = tokio::spawn(stdio::serve_slot(
         slot,
         roots,
-        Config { page_size },
+        Config {
+            page_size,
+            writer: None,
+            writes_later: false,
+        },
         server_read,
         server_write,
         changes,
@@ -186,7 +190,9 @@ async fn handshake_era_matches_the_reference() {
     assert_eq!(
         by_id(1),
         json!({"jsonrpc": "2.0", "id": 1, "result": {"contents": [
-            {"uri": "orchestra://features/FEAT-001", "mimeType": "text/markdown", "text": "# One\n"}
+            {"uri": "orchestra://features/FEAT-001", "mimeType": "text/markdown", "text": "# One\n",
+             "_meta": {"orchestra/version": 1,
+                       "orchestra/hash": blake3::hash(b"# One\n").to_hex().to_string()}}
         ]}})
     );
     assert_eq!(
@@ -196,7 +202,9 @@ async fn handshake_era_matches_the_reference() {
     );
     assert_eq!(
         by_id(3)["result"]["contents"][0],
-        json!({"uri": "orchestra://docs/bin", "mimeType": "text/markdown", "blob": "//4gcmF3"})
+        json!({"uri": "orchestra://docs/bin", "mimeType": "text/markdown", "blob": "//4gcmF3",
+               "_meta": {"orchestra/version": 1,
+                         "orchestra/hash": blake3::hash(b"\xff\xfe raw").to_hex().to_string()}})
     );
     assert_eq!(
         by_id(4)["result"]["contents"][0]["uri"],
@@ -492,7 +500,11 @@ impl Live {
         let (publish, changes) = broadcast::channel(4);
         tokio::spawn(super::serve(
             store,
-            Config { page_size: 10 },
+            Config {
+                page_size: 10,
+                writer: None,
+                writes_later: false,
+            },
             server_read,
             server_write,
             changes,

@@ -7,7 +7,7 @@ use anyhow::Result;
 use super::postgres::{PgChangeWatcher, PgImportTx, PgReader, PgStore, PgTarget};
 use super::sqlite;
 use super::{
-    BrokenLink, ChangeBatch, CheckRow, DocMeta, DocSummary, Fetched, HistoryStats, InLink,
+    BrokenLink, ChangeBatch, CheckRow, Current, DocMeta, DocSummary, Fetched, HistoryStats, InLink,
     NewDocument, OutLink, PruneReport, PruneRules, SearchPage, SkippedFile, StoreStats,
     StoredStats, Version, VersionBody, VersionBytes,
 };
@@ -353,6 +353,12 @@ impl ImportTx {
 
     pub fn record(&self, kind: ChangeKind, key: &DocKey) -> Result<()> {
         either!(self, tx => tx.record(kind, key))
+    }
+
+    /// The stored document `key` as this transaction sees it, for a write
+    /// (none in a load into an empty database: nothing is stored yet).
+    pub fn current(&self, key: &DocKey) -> Result<Option<Current>> {
+        either!(self, tx => tx.current(key))
     }
 
     /// The files this import left out (replacing the last import's list),

@@ -71,6 +71,10 @@ pub struct Document {
     /// False for bytes that are not UTF-8: served as a blob.
     pub is_text: bool,
     pub body: Vec<u8>,
+    /// The number of its newest version, which these bytes are (what a
+    /// write's `ifVersion` names), when its history has one.
+    pub version: Option<u32>,
+    pub hash: [u8; 32],
 }
 
 /// A point read: the document, or only its size when it is too large to load.
@@ -140,6 +144,16 @@ impl NewDocument {
             body,
         }
     }
+}
+
+/// A stored document as a write's transaction sees it
+/// ([`ImportTx::current`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Current {
+    /// The number of its newest version in its history.
+    pub version: u32,
+    pub hash: [u8; 32],
+    pub is_text: bool,
 }
 
 /// A file the last import left out, and why (`orchestra check`).

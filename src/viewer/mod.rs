@@ -5,9 +5,11 @@
 //! enhances (the `/` shortcut, copy buttons, result keys, live updates).
 //! Pages are keyset-paged and every read is an index seek, so a page costs
 //! the same in a backlog of any size. The Host, Origin and token checks of
-//! the HTTP server stand in front of every route here.
+//! the HTTP server stand in front of every route here; a server that
+//! writes adds the forms of `edit` ("Edit" and "New").
 
 mod diff;
+mod edit;
 mod pages;
 pub mod render;
 
@@ -19,7 +21,7 @@ use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
-use axum::routing::get;
+use axum::routing::{get, post};
 use tokio::sync::broadcast;
 use tokio_stream::StreamExt;
 
@@ -27,6 +29,7 @@ use crate::doc::{ChangeKind, DocKey};
 use crate::search::Under;
 use crate::store::{ChangeBatch, Store};
 use crate::uri;
+use crate::write::Writer;
 
 pub use pages::search_page;
 
@@ -51,6 +54,9 @@ pub struct Viewer {
     /// counted at: a count walks its index range, so a list page counts
     /// once per import instead of once per view.
     counts: std::sync::Mutex<std::collections::HashMap<String, (i64, u64)>>,
+    /// The writer of the project folder, when the server writes: the
+    /// pages offer "Edit" and "New" then.
+    writer: Option<Writer>,
 }
 
 /// Counts the viewer keeps; beyond, it forgets them all and starts again.
@@ -88,17 +94,31 @@ impl Viewer {
 }
 
 /// The viewer's routes; the caller puts its request checks in front.
-pub fn router(store: Store, changes: broadcast::Sender<Arc<ChangeBatch>>) -> Router {
+/// With a `writer`, the forms that edit and create documents write.
+pub fn router(
+    store: Store,
+    changes: broadcast::Sender<Arc<ChangeBatch>>,
+    writer: Option<Writer>,
+) -> Router {
     let viewer = Arc::new(Viewer {
         store,
         changes,
         counts: Default::default(),
+        writer,
     });
     Router::new()
         .route("/", get(pages::home))
         .route("/ls", get(|| async { Redirect::to("/") }))
         .route("/ls/{*under}", get(pages::list))
         .route("/doc/{*key}", get(pages::document))
+        .route(
+            "/edit/{*key}",
+            get(edit::edit_form).merge(post(edit::save).layer(edit::body_limit())),
+        )
+        .route(
+            "/new/{*under}",
+            get(edit::new_form).merge(post(edit::create).layer(edit::body_limit())),
+        )
         .route("/raw/{*key}", get(raw))
         .route("/diff/{*key}", get(diff::diff))
         .route("/events", get(events))
@@ -193,6 +213,8 @@ async fn raw(
                         mtime_ns: 0,
                         is_text: found.version.is_text,
                         body: found.body,
+                        version: Some(found.version.number),
+                        hash: found.version.hash.unwrap_or([0; 32]),
                     })
                 }
             })),

@@ -2,4 +2,8 @@
 pub mod allocate;
 pub mod atomic;
 pub mod edit;
+pub mod lock;
 pub mod path;
+mod writer;
+
+pub use writer::{MAX_DIFF_BYTES, Refused, Request, Writer, Written};

@@ -17,3 +17,6 @@ mod serve;
 mod support;
 mod tidy;
 mod viewer;
+mod write;
+mod write_faults;
+mod write_notify;

@@ -7,11 +7,14 @@
 //!   headings, and a listing, for clients that call tools but cannot read
 //!   resources.
 //! - `links` (`links.rs`): a document's links and backlinks.
+//! - `create`, `write`, `edit`, `move`, `delete` (`write.rs`): changes to
+//!   the documents, declared only by a server that writes.
 
 mod history;
 mod links;
 mod read;
 mod search;
+mod write;
 
 use rmcp::model::{
     CallToolResult, ContentBlock, JsonObject, ListToolsResult, Resource, ToolAnnotations,
@@ -31,9 +34,9 @@ pub use search::{run, structured};
 /// `resource_link` content; older sessions get both as text.
 const STRUCTURED_SINCE: &str = "2025-06-18";
 
-/// The `tools/list` result: fixed for the life of the process.
-pub fn list_json() -> String {
-    let tools = vec![
+/// The `tools/list` result, with the write tools or without.
+pub fn list_json(writes: bool) -> String {
+    let mut tools = vec![
         search::tool(),
         read::read_tool(),
         read::outline_tool(),
@@ -42,6 +45,9 @@ pub fn list_json() -> String {
         history::history_tool(),
         history::diff_tool(),
     ];
+    if writes {
+        tools.extend(write::tools());
+    }
     let mut result = ListToolsResult::with_all_items(tools);
     result.result_type = None;
     serde_json::to_string(&result).unwrap_or_default()
@@ -143,9 +149,11 @@ pub fn call(ctx: &Context, version: &str, params: CallParams) -> Result<Handled,
         read::OUTLINE => read::outline(ctx, version, &arguments)?,
         read::LIST => read::list(ctx, version, &arguments)?,
         links::LINKS => links::call(ctx, version, &arguments)?,
+        name if write::NAMES.contains(&name) => write::call(ctx, version, name, &arguments)?,
         other => {
             return Err(RpcError::invalid_params(format!(
-                "unknown tool {other:?}: orchestra's tools are \"search\", \"read\", \"outline\", \"list\", \"links\", \"history\" and \"diff\""
+                "unknown tool {other:?}: orchestra's tools are \"search\", \"read\", \"outline\", \"list\", \"links\", \"history\" and \"diff\", \
+                 and where the server writes \"create\", \"write\", \"edit\", \"move\" and \"delete\""
             )));
         }
     };

@@ -171,6 +171,33 @@ impl PgImportTx {
             }))
     }
 
+    /// As `store::ImportTx::current`.
+    pub fn current(&self, key: &DocKey) -> Result<Option<crate::store::Current>> {
+        if self.load.is_some() {
+            return Ok(None);
+        }
+        let statement = self.prepared(
+            "SELECT d.hash, d.is_text,
+                    (SELECT max(v.version) FROM versions v
+                     WHERE v.prefix = d.prefix AND v.id = d.id)
+             FROM documents d WHERE d.prefix = $1 AND d.id = $2",
+        )?;
+        let row = self
+            .client()
+            .query_opt(&statement, &[&key.prefix.as_str(), &key.id])?;
+        row.map(|row| {
+            let hash: Vec<u8> = row.get(0);
+            Ok(crate::store::Current {
+                version: row.get::<_, Option<i32>>(2).unwrap_or(0) as u32,
+                hash: hash
+                    .try_into()
+                    .map_err(|_| anyhow!("{key}: a stored hash is not 32 bytes"))?,
+                is_text: row.get(1),
+            })
+        })
+        .transpose()
+    }
+
     /// The number the next version of `key` gets.
     fn next_version(&self, key: &DocKey) -> Result<i32> {
         let statement = self.prepared(

@@ -69,8 +69,10 @@ impl PgReader {
         let mut conn = self.conn.borrow_mut();
         let statement = conn.prepared(
             "SELECT size, title, description, frontmatter, mtime_ns, is_text,
-                    CASE WHEN size <= $3 THEN body END
-             FROM documents WHERE prefix = $1 AND id = $2",
+                    CASE WHEN size <= $3 THEN body END, hash,
+                    (SELECT max(v.version) FROM versions v
+                     WHERE v.prefix = d.prefix AND v.id = d.id)
+             FROM documents d WHERE prefix = $1 AND id = $2",
         )?;
         let row = conn.query_opt(
             &statement,
@@ -92,6 +94,8 @@ impl PgReader {
                     mtime_ns: row.get(4),
                     is_text: row.get(5),
                     body,
+                    hash: row.get::<_, Vec<u8>>(7).try_into().unwrap_or([0; 32]),
+                    version: row.get::<_, Option<i32>>(8).map(|v| v as u32),
                 }),
             }
         }))

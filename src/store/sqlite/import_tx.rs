@@ -60,6 +60,37 @@ impl ImportTx {
         self.index.is_none()
     }
 
+    /// As `store::ImportTx::current`.
+    pub fn current(&self, key: &DocKey) -> Result<Option<crate::store::Current>> {
+        let found = self
+            .conn
+            .prepare_cached(
+                "SELECT d.hash, d.is_text,
+                        (SELECT max(v.version) FROM versions v
+                         WHERE v.prefix = d.prefix AND v.id = d.id)
+                 FROM documents d WHERE d.prefix = ?1 AND d.id = ?2",
+            )?
+            .query_row(params![key.prefix.as_str(), key.id], |r| {
+                Ok((
+                    r.get::<_, Vec<u8>>(0)?,
+                    r.get::<_, bool>(1)?,
+                    r.get::<_, Option<u32>>(2)?,
+                ))
+            })
+            .optional()?;
+        found
+            .map(|(hash, is_text, version)| {
+                Ok(crate::store::Current {
+                    version: version.unwrap_or(0),
+                    hash: hash
+                        .try_into()
+                        .map_err(|_| anyhow::anyhow!("{key}: a stored hash is not 32 bytes"))?,
+                    is_text,
+                })
+            })
+            .transpose()
+    }
+
     /// Inserts a document or replaces the stored one with the same key.
     ///
     /// Every statement of an import must be a plain single-row one, which

@@ -459,8 +459,8 @@ impl Reader {
     /// then only its size, and the body is never loaded.
     pub fn get(&self, key: &DocKey, max_body: u64) -> Result<Option<Fetched>> {
         let mut stmt = self.conn.prepare_cached(
-            "SELECT size, title, description, frontmatter, mtime_ns, is_text, body FROM documents
-             WHERE prefix = ?1 AND id = ?2",
+            "SELECT size, title, description, frontmatter, mtime_ns, is_text, body, version, hash
+             FROM documents WHERE prefix = ?1 AND id = ?2",
         )?;
         let doc = stmt
             .query_row(params![key.prefix.as_str(), key.id], |r| {
@@ -477,6 +477,8 @@ impl Reader {
                     mtime_ns: r.get(4)?,
                     is_text: r.get(5)?,
                     body: r.get(6)?,
+                    version: r.get(7)?,
+                    hash: hash_of(r.get_ref(8)?.as_blob()?),
                 }))
             })
             .optional()?;
@@ -539,6 +541,12 @@ impl Reader {
             .query_row([], |r| r.get(0))?;
         Ok(n as u64)
     }
+}
+
+/// A stored 32-byte hash; a shorter or longer one (never written) reads as
+/// zeros rather than failing a read.
+fn hash_of(bytes: &[u8]) -> [u8; 32] {
+    bytes.try_into().unwrap_or([0; 32])
 }
 
 #[cfg(test)]

@@ -393,7 +393,11 @@ impl Server {
             let (server_read, server_write) = tokio::io::split(server);
             let serve = tokio::spawn(mcp::serve(
                 store,
-                mcp::Config { page_size: 2 },
+                mcp::Config {
+                    page_size: 2,
+                    writer: None,
+                    writes_later: false,
+                },
                 server_read,
                 server_write,
                 changes,
