@@ -123,7 +123,11 @@ pub async fn serve_http(
         .route("/search", get(get_search))
         .route("/healthz", get(|| async { "ok" }))
         .with_state(app.clone())
-        .merge(viewer::router(store, app.changes.clone()))
+        .merge(viewer::router(
+            store,
+            app.changes.clone(),
+            config.writer.clone(),
+        ))
         .layer(middleware::from_fn_with_state(app.clone(), guard))
         .layer(DefaultBodyLimit::max(MAX_BODY));
     axum::serve(listener, router)

@@ -76,9 +76,25 @@ pub(super) async fn diff(
         }
         Err(e) => return internal(e),
     };
-    let lines = diff
-        .text
-        .lines()
+    let lines = classified(&diff.text);
+    let folders = key.id.rsplit_once('/').map_or("", |(folders, _)| folders);
+    let page = DiffPage {
+        chrome: Chrome::new(seq, format!("doc:{key}")),
+        crumbs: crumbs(key.prefix, folders),
+        name: key.to_string(),
+        from: diff.from,
+        to: diff.to,
+        action: format!("/diff/{}", uri_path(&key)),
+        doc_href: doc_path(&key),
+        lines,
+    };
+    rendered(StatusCode::OK, page.render())
+}
+
+/// Each line of a unified diff with its class in the page: the two header
+/// lines (`file`), hunk headers, additions, deletions, context.
+pub(super) fn classified(diff: &str) -> Vec<(&'static str, String)> {
+    diff.lines()
         .enumerate()
         .map(|(i, line)| {
             // The two header lines; a later `---` or `+++` is content.
@@ -95,17 +111,5 @@ pub(super) async fn diff(
             };
             (class, line.to_string())
         })
-        .collect();
-    let folders = key.id.rsplit_once('/').map_or("", |(folders, _)| folders);
-    let page = DiffPage {
-        chrome: Chrome::new(seq, format!("doc:{key}")),
-        crumbs: crumbs(key.prefix, folders),
-        name: key.to_string(),
-        from: diff.from,
-        to: diff.to,
-        action: format!("/diff/{}", uri_path(&key)),
-        doc_href: doc_path(&key),
-        lines,
-    };
-    rendered(StatusCode::OK, page.render())
+        .collect()
 }

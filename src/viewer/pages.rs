@@ -281,6 +281,8 @@ struct ListPage {
     after: Option<String>,
     first_href: String,
     next_href: Option<String>,
+    /// The "New" form of this folder, on a server that writes.
+    new_href: Option<String>,
 }
 
 #[derive(serde::Deserialize)]
@@ -385,6 +387,10 @@ pub(super) async fn list(
         total,
         rows: docs.iter().map(list_row).collect(),
         after,
+        new_href: viewer
+            .writer
+            .is_some()
+            .then(|| base.replacen("/ls/", "/new/", 1)),
         first_href: base,
         next_href,
     };
@@ -420,6 +426,8 @@ struct DocPage {
     key_text: String,
     source: Option<String>,
     raw_href: String,
+    /// The "Edit" form, on a server that writes, for the current text.
+    edit_href: Option<String>,
 }
 
 /// Frontmatter JSON text → (key, value) rows, values as text (strings bare,
@@ -713,6 +721,8 @@ pub(super) async fn document(
         ),
     };
     let history_more = history.len() > HISTORY_SHOWN;
+    let edit_href = (viewer.writer.is_some() && shown.version.is_none() && html.is_some())
+        .then(|| format!("/edit/{path}"));
     let page = DocPage {
         chrome: Chrome::new(seq, watch),
         crumbs: crumbs(key.prefix, folders),
@@ -739,6 +749,7 @@ pub(super) async fn document(
         history_more,
         backlinks: backlinks.map(|(page, more)| backlinks_panel(&key, page, more, resumed)),
         key_text: key.to_string(),
+        edit_href,
     };
     rendered(StatusCode::OK, page.render())
 }

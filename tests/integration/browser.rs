@@ -1,4 +1,4 @@
-//! The viewer in a real headless Chromium, driven over WebDriver (chromedriver + fantoccini), on the real binary: navigation, links, the copy button, a hostile document, search from the keyboard, and live updates.
+//! The viewer in a real headless Chromium, driven over WebDriver (chromedriver + fantoccini), on the real binary: navigation, links, the copy button, a hostile document, search from the keyboard, live updates, and an edit with its conflict.
 //!
 //! Needs Debian's `chromium` and `chromium-driver` (`scripts/test.sh`
 //! installs them); without them the test fails and says so.
@@ -13,7 +13,7 @@ use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 
 use crate::http::HttpServer;
-use crate::viewer::linked_project;
+use crate::viewer::{linked_project, writing_server};
 
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -279,6 +279,96 @@ fn the_viewer_in_a_real_browser() {
             let png = client.screenshot().await.unwrap();
             std::fs::write(std::path::Path::new(&dir).join("viewer.png"), png).unwrap();
         }
+        client.close().await.unwrap();
+    });
+}
+
+#[test]
+fn an_edit_and_a_conflict_in_a_real_browser() {
+    let p = linked_project();
+    let (server, cookie) = writing_server(&p);
+    let token = cookie.split_once('=').unwrap().1.replace("%2D", "-");
+    let base = format!("http://127.0.0.1:{}", server.port);
+    let driver = Driver::start();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let client = driver.session().await;
+        let shots = std::env::var("ORCHESTRA_SCREENSHOT_DIR").ok();
+        let shot = |name: &'static str| {
+            let (client, shots) = (client.clone(), shots.clone());
+            async move {
+                if let Some(dir) = shots {
+                    let png = client.screenshot().await.unwrap();
+                    std::fs::write(std::path::Path::new(&dir).join(name), png).unwrap();
+                }
+            }
+        };
+        // The token once; then the cookie.
+        client
+            .goto(&format!("{base}/doc/features/FEAT-002?token={token}"))
+            .await
+            .unwrap();
+        wait_until(&client, "the document", "return location.pathname === '/doc/features/FEAT-002' && document.readyState === 'complete'").await;
+
+        // Edit, change the text, save: the document page shows it.
+        click(&client, "a.edit").await;
+        wait_until(&client, "the form", "return location.pathname === '/edit/features/FEAT-002' && document.readyState === 'complete'").await;
+        shot("edit.png").await;
+        let area = client.find(Locator::Css("textarea#content")).await.unwrap();
+        area.clear().await.unwrap();
+        area.send_keys("# Photo attachments\n\nPhotos are resized before upload.\n").await.unwrap();
+        click(&client, "button[type=submit]").await;
+        wait_until(
+            &client,
+            "the saved document",
+            "return location.pathname === '/doc/features/FEAT-002' \
+             && document.querySelector('article').textContent.includes('Photos are resized before upload.')",
+        )
+        .await;
+        shot("saved.png").await;
+        // The browser posted CRLF; the LF document stays LF.
+        assert_eq!(
+            std::fs::read_to_string(p.path("features/FEAT-002.md")).unwrap(),
+            "# Photo attachments\n\nPhotos are resized before upload.\n"
+        );
+
+        // A conflict: the file changes on disk while the form is open.
+        click(&client, "a.edit").await;
+        wait_until(&client, "the form again", "return location.pathname === '/edit/features/FEAT-002' && document.readyState === 'complete'").await;
+        p.file(
+            "features/FEAT-002.md",
+            "# Photo attachments\n\nPhotos are resized before upload.\nThumbnails too.\n",
+        );
+        let area = client.find(Locator::Css("textarea#content")).await.unwrap();
+        area.send_keys("My addition.\n").await.unwrap();
+        click(&client, "button[type=submit]").await;
+        wait_until(
+            &client,
+            "the conflict",
+            "const n = document.querySelector('.notice'); \
+             return n !== null && n.textContent.includes('changed since you opened it at version 2')",
+        )
+        .await;
+        let kept = eval(&client, "return document.querySelector('textarea#content').value").await;
+        assert_eq!(
+            kept,
+            json!("# Photo attachments\n\nPhotos are resized before upload.\nMy addition.\n")
+        );
+        assert_eq!(
+            text(&client, "section.changed span.add").await,
+            "+Thumbnails too."
+        );
+        assert_eq!(
+            eval(&client, "return document.querySelector('input[name=version]').value").await,
+            json!("3")
+        );
+        shot("conflict.png").await;
+        // Nothing was written over the editor's save.
+        assert!(
+            std::fs::read_to_string(p.path("features/FEAT-002.md"))
+                .unwrap()
+                .contains("Thumbnails too.")
+        );
         client.close().await.unwrap();
     });
 }

@@ -675,3 +675,419 @@ fn a_page_from_before_the_database_was_made_again_is_told_to_reload() {
         .unwrap();
     assert_eq!(event.id.as_deref(), Some("2"));
 }
+
+/// A viewer that writes: `serve --http` with a token and the project's
+/// folder; the cookie a browser keeps the token in.
+pub(crate) fn writing_server(p: &Project) -> (HttpServer, String) {
+    let token = "wr1te-T0ken";
+    p.outside_file("token", token);
+    let token_file = p.root_path("token");
+    let dir = p.dir();
+    let server = HttpServer::start(
+        p,
+        &[
+            "--token-file",
+            token_file.to_str().unwrap(),
+            "--project",
+            dir.to_str().unwrap(),
+        ],
+    );
+    (
+        server,
+        format!("orchestra_token={}", token.replace('-', "%2D")),
+    )
+}
+
+/// A GET with the token's cookie.
+fn get(server: &HttpServer, cookie: &str, path: &str) -> Resp {
+    server
+        .request("GET", path)
+        .header("Accept", "text/html")
+        .header("Cookie", cookie)
+        .send()
+}
+
+/// A form POST as a browser sends it, from `origin`.
+fn post_form(
+    server: &HttpServer,
+    cookie: &str,
+    origin: Option<&str>,
+    path: &str,
+    fields: &[(&str, &str)],
+) -> Resp {
+    let body = fields
+        .iter()
+        .map(|(name, value)| {
+            let encode = |s: &str| {
+                percent_encoding::utf8_percent_encode(s, percent_encoding::NON_ALPHANUMERIC)
+                    .to_string()
+            };
+            format!("{}={}", encode(name), encode(value))
+        })
+        .collect::<Vec<_>>()
+        .join("&");
+    let mut req = server
+        .request("POST", path)
+        .header("Accept", "text/html")
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .header("Cookie", cookie)
+        .body(body);
+    if let Some(origin) = origin {
+        req = req.origin(origin);
+    }
+    req.send()
+}
+
+fn own_origin(server: &HttpServer) -> String {
+    format!("http://127.0.0.1:{}", server.port)
+}
+
+/// The value of the form's hidden field `name`.
+#[track_caller]
+fn hidden(resp: &Resp, name: &str) -> String {
+    let text = resp.text();
+    let marker = format!(r#"<input type="hidden" name="{name}" value=""#);
+    let rest = text
+        .split(&marker)
+        .nth(1)
+        .unwrap_or_else(|| panic!("no field {name} in:\n{text}"));
+    rest.split('"').next().unwrap().to_string()
+}
+
+/// The text of the form's textarea, as a browser reads it (the newline
+/// right after the tag is the markup's, not the text's).
+#[track_caller]
+fn textarea(resp: &Resp) -> String {
+    let text = resp.text();
+    let rest = text
+        .split("spellcheck=\"false\">\n")
+        .nth(1)
+        .unwrap_or_else(|| panic!("no textarea in:\n{text}"));
+    rest.split("</textarea>").next().unwrap().to_string()
+}
+
+#[test]
+fn an_edit_saves_the_text_byte_for_byte_in_the_documents_line_endings() {
+    let p = linked_project();
+    p.file("notes/windows.md", "# Windows\r\n\r\nSaved on Windows.\r\n");
+    p.file("notes/blank first.md", "\n# Blank first\n");
+    p.import(&[]).assert_success();
+    let (server, cookie) = writing_server(&p);
+    let origin = own_origin(&server);
+
+    let doc = get(&server, &cookie, "/doc/features/FEAT-001");
+    assert_contains(
+        &doc,
+        &[r#"<a class="button edit" href="/edit/features/FEAT-001">Edit</a>"#],
+    );
+    // A past version has no Edit: only the current text is edited.
+    p.file("features/FEAT-002.md", "# Photo attachments, v2\n");
+    p.import(&[]).assert_success();
+    assert_lacks(
+        &get(&server, &cookie, "/doc/features/FEAT-002?version=1"),
+        &["/edit/"],
+    );
+
+    let form = get(&server, &cookie, "/edit/features/FEAT-001");
+    form.expect(200);
+    assert_eq!(form.header("referrer-policy"), Some("same-origin"));
+    assert_eq!(hidden(&form, "version"), "1");
+    assert_eq!(hidden(&form, "newline"), "lf");
+    assert!(
+        textarea(&form).starts_with("---\ntitle: Offline sync\nstatus: open\n"),
+        "{}",
+        form.text()
+    );
+    // A browser posts the textarea with CRLF: an LF document stays LF.
+    let saved = post_form(
+        &server,
+        &cookie,
+        Some(&origin),
+        "/edit/features/FEAT-001",
+        &[
+            ("version", "1"),
+            ("newline", "lf"),
+            (
+                "content",
+                "# Offline sync\r\n\r\nRewritten  with  spaces, é and <b>.\r\n\r\n",
+            ),
+        ],
+    );
+    saved.expect(303);
+    assert_eq!(saved.header("location"), Some("/doc/features/FEAT-001"));
+    assert_eq!(
+        std::fs::read(p.path("features/FEAT-001.md")).unwrap(),
+        "# Offline sync\n\nRewritten  with  spaces, é and <b>.\n\n".as_bytes()
+    );
+    let doc = get(&server, &cookie, "/doc/features/FEAT-001");
+    assert_contains(
+        &doc,
+        &[
+            "Rewritten  with  spaces, é and &#60;b&#62;.",
+            "History: 2 versions",
+        ],
+    );
+    assert_eq!(
+        hidden(&get(&server, &cookie, "/edit/features/FEAT-001"), "version"),
+        "2"
+    );
+
+    // A CRLF document stays CRLF.
+    let form = get(&server, &cookie, "/edit/notes/windows");
+    assert_eq!(hidden(&form, "newline"), "crlf");
+    post_form(
+        &server,
+        &cookie,
+        Some(&origin),
+        "/edit/notes/windows",
+        &[
+            ("version", &hidden(&form, "version")),
+            ("newline", "crlf"),
+            ("content", "# Windows\r\n\r\nEdited in a browser.\r\n"),
+        ],
+    )
+    .expect(303);
+    assert_eq!(
+        std::fs::read(p.path("notes/windows.md")).unwrap(),
+        b"# Windows\r\n\r\nEdited in a browser.\r\n"
+    );
+    // A text that starts with a blank line keeps it: the newline after the
+    // tag is the markup's.
+    let form = get(&server, &cookie, "/edit/notes/blank%20first");
+    assert_eq!(textarea(&form), "\n# Blank first\n");
+
+    // An id no document has: 404.
+    get(&server, &cookie, "/edit/features/FEAT-404").expect(404);
+    // A binary document cannot be edited here, and has no Edit link.
+    get(&server, &cookie, "/edit/notes/blob").expect(422);
+    assert_lacks(&get(&server, &cookie, "/doc/notes/blob"), &["/edit/"]);
+}
+
+#[test]
+fn a_conflicting_edit_keeps_the_persons_text_and_shows_what_changed() {
+    let p = linked_project();
+    let (server, cookie) = writing_server(&p);
+    let origin = own_origin(&server);
+    let form = get(&server, &cookie, "/edit/features/FEAT-002");
+    assert_eq!(hidden(&form, "version"), "1");
+    // Someone saves the file in an editor meanwhile (not imported).
+    let theirs = "# Photo attachments\n\nBack to [sync](orchestra://features/FEAT-001).\n\nPhotos are resized.\n";
+    p.file("features/FEAT-002.md", theirs);
+    let mine = "# Photo attachments\r\n\r\nMy own rewrite.\r\n";
+    let conflict = post_form(
+        &server,
+        &cookie,
+        Some(&origin),
+        "/edit/features/FEAT-002",
+        &[("version", "1"), ("newline", "lf"), ("content", mine)],
+    );
+    conflict.expect(409);
+    assert_eq!(conflict.header("referrer-policy"), Some("same-origin"));
+    assert_contains(
+        &conflict,
+        &[
+            "changed since you opened it at version 1; it is now version 2",
+            r#"<span class="add">+Photos are resized.</span>"#,
+        ],
+    );
+    // The person's text is kept; the form is now based on version 2.
+    assert_eq!(
+        textarea(&conflict),
+        "# Photo attachments\n\nMy own rewrite.\n"
+    );
+    assert_eq!(hidden(&conflict, "version"), "2");
+    assert_eq!(
+        std::fs::read_to_string(p.path("features/FEAT-002.md")).unwrap(),
+        theirs
+    );
+    // Saving again, having seen the change, replaces version 2.
+    post_form(
+        &server,
+        &cookie,
+        Some(&origin),
+        "/edit/features/FEAT-002",
+        &[("version", "2"), ("newline", "lf"), ("content", mine)],
+    )
+    .expect(303);
+    assert_eq!(
+        std::fs::read_to_string(p.path("features/FEAT-002.md")).unwrap(),
+        "# Photo attachments\n\nMy own rewrite.\n"
+    );
+    // Another refusal says why, and keeps the text too.
+    p.remove("features/FEAT-002.md");
+    let gone = post_form(
+        &server,
+        &cookie,
+        Some(&origin),
+        "/edit/features/FEAT-002",
+        &[
+            ("version", "3"),
+            ("newline", "lf"),
+            ("content", "Kept text\n"),
+        ],
+    );
+    assert!(gone.status == 409 || gone.status == 422, "{gone:?}");
+    assert_contains(&gone, &["Not saved: ", "Your text is below"]);
+    assert_eq!(textarea(&gone), "Kept text\n");
+    assert!(!p.path("features/FEAT-002.md").exists());
+}
+
+#[test]
+fn a_form_posted_from_another_origin_writes_nothing() {
+    let p = linked_project();
+    let (server, cookie) = writing_server(&p);
+    let before = std::fs::read(p.path("features/FEAT-001.md")).unwrap();
+    let fields = [("version", "1"), ("newline", "lf"), ("content", "pwned\n")];
+    let own = own_origin(&server);
+    let cases: [(Option<&str>, Option<&str>); 6] = [
+        // Another site: the server's Origin rule.
+        (Some("https://evil.example"), None),
+        // Another port of this machine: same site, not the viewer.
+        (Some("http://127.0.0.1:1"), None),
+        (Some("http://localhost:1"), Some("same-site")),
+        (Some("null"), None),
+        // The right Origin, but the browser says the page was elsewhere.
+        (Some(own.as_str()), Some("cross-site")),
+        // Neither header: not a form from a page of this server.
+        (None, None),
+    ];
+    for (origin, site) in cases {
+        for path in ["/edit/features/FEAT-001", "/new/features"] {
+            let body = fields
+                .iter()
+                .map(|(n, v)| format!("{n}={}", v.replace('\n', "%0A")))
+                .collect::<Vec<_>>()
+                .join("&");
+            let mut req = server
+                .request("POST", path)
+                .header("Content-Type", "application/x-www-form-urlencoded")
+                .header("Cookie", &cookie)
+                .body(body);
+            if let Some(origin) = origin {
+                req = req.origin(origin);
+            }
+            if let Some(site) = site {
+                req = req.header("Sec-Fetch-Site", site);
+            }
+            let resp = req.send();
+            assert_eq!(resp.status, 403, "{path} {origin:?} {site:?}: {resp:?}");
+        }
+    }
+    assert_eq!(
+        std::fs::read(p.path("features/FEAT-001.md")).unwrap(),
+        before
+    );
+    assert!(!p.path("features/FEAT-003.md").exists());
+    // Without the token, nothing either.
+    server
+        .request("POST", "/edit/features/FEAT-001")
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .origin(&own)
+        .body("version=1&content=pwned")
+        .send()
+        .expect(401);
+    // A browser that sends only Sec-Fetch-Site: same-origin is let in.
+    server
+        .request("POST", "/edit/features/FEAT-001")
+        .header("Content-Type", "application/x-www-form-urlencoded")
+        .header("Cookie", &cookie)
+        .header("Sec-Fetch-Site", "same-origin")
+        .body("version=1&newline=lf&content=%23%20Mine%0A")
+        .send()
+        .expect(303);
+    assert_eq!(
+        std::fs::read(p.path("features/FEAT-001.md")).unwrap(),
+        b"# Mine\n"
+    );
+}
+
+#[test]
+fn new_allocates_the_next_id_of_the_folder() {
+    let p = linked_project();
+    let (server, cookie) = writing_server(&p);
+    let origin = own_origin(&server);
+    let list = get(&server, &cookie, "/ls/features");
+    assert_contains(
+        &list,
+        &[r#"<a class="button new" href="/new/features">New</a>"#],
+    );
+    let form = get(&server, &cookie, "/new/features");
+    form.expect(200);
+    assert_eq!(form.header("referrer-policy"), Some("same-origin"));
+    assert_contains(
+        &form,
+        &[r#"<input name="title""#, "New document in features"],
+    );
+    let created = post_form(
+        &server,
+        &cookie,
+        Some(&origin),
+        "/new/features",
+        &[
+            ("title", "Dark mode"),
+            ("content", "Themes follow the system.\r\n"),
+        ],
+    );
+    created.expect(303);
+    assert_eq!(created.header("location"), Some("/doc/features/FEAT-003"));
+    assert_eq!(
+        std::fs::read_to_string(p.path("features/FEAT-003.md")).unwrap(),
+        "# Dark mode\n\nThemes follow the system.\n"
+    );
+    assert_contains(
+        &get(&server, &cookie, "/doc/features/FEAT-003"),
+        &[r#"<h1 class="doc-title">Dark mode</h1>"#],
+    );
+    assert_contains(
+        &get(&server, &cookie, "/ls/docs/adr"),
+        &[r#"href="/new/docs/adr""#],
+    );
+    // A folder whose documents are not numbered: the title's slug.
+    post_form(
+        &server,
+        &cookie,
+        Some(&origin),
+        "/new/notes",
+        &[("title", "Site visit, März"), ("content", "# Site visit\n")],
+    )
+    .expect(303);
+    assert_eq!(
+        std::fs::read_to_string(p.path("notes/site-visit-marz.md")).unwrap(),
+        "# Site visit\n"
+    );
+    // Nothing to allocate from: refused, the text kept.
+    let refused = post_form(
+        &server,
+        &cookie,
+        Some(&origin),
+        "/new/notes",
+        &[("title", ""), ("content", "Untitled text\n")],
+    );
+    refused.expect(422);
+    assert_contains(&refused, &["Not created: "]);
+    assert_eq!(textarea(&refused), "Untitled text\n");
+    get(&server, &cookie, "/new/nothing").expect(404);
+}
+
+#[test]
+fn a_read_only_viewer_offers_no_edit_and_its_forms_say_so() {
+    let p = linked_project();
+    // A project folder but no token: over HTTP, read-only.
+    let dir = p.dir();
+    let server = HttpServer::start(&p, &["--project", dir.to_str().unwrap()]);
+    assert_lacks(&page(&server, "/doc/features/FEAT-001"), &["/edit/"]);
+    assert_lacks(&page(&server, "/ls/features"), &["/new/"]);
+    for path in ["/edit/features/FEAT-001", "/new/features"] {
+        let resp = page(&server, path);
+        resp.expect(404);
+        assert_contains(&resp, &["Read-only", "does not change documents"]);
+        let posted = server
+            .request("POST", path)
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .origin(&own_origin(&server))
+            .body("version=1&content=x")
+            .send();
+        posted.expect(404);
+        assert_contains(&posted, &["Read-only"]);
+    }
+}
