@@ -18,5 +18,3 @@ mod support;
 mod tidy;
 mod viewer;
 mod write;
-mod write_faults;
-mod write_notify;
