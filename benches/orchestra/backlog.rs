@@ -1,4 +1,4 @@
-//! The synthetic backlog: the deterministic path and bytes of every document, the words planted for search, writing N of them, and rewriting 1%.
+//! The synthetic backlog: the deterministic path and bytes of every document, the words planted for search, the links between documents, writing N of them, rewriting 1%, and the 5 MB manual of the tools' figures.
 
 use std::fmt::Write as _;
 use std::fs;
@@ -50,6 +50,71 @@ pub fn planted(i: usize, n: usize, seed: u64) -> Vec<&'static str> {
     words
 }
 
+/// The document that [`backlinkers`] link to: `features/FEAT-0000000`.
+pub const LINKED: usize = 0;
+/// The PRNG stream of the links, apart from the documents' own streams so
+/// that links change no other byte choice.
+const LINK_STREAM: u64 = 0x11_4C5;
+
+/// How many documents link to [`LINKED`]: 1,000, or a tenth of a smaller
+/// backlog.
+pub fn backlinkers(n: usize) -> usize {
+    (n / 10).min(1000)
+}
+
+/// The link sentence of document `i` of `n` (at `path`), if it has one: the
+/// same for every variant of the document, so rewrites keep the links.
+///
+/// The [`backlinkers`] (every `n / count`-th document from 1) link to
+/// [`LINKED`], alternately by a bare mention of its id and by a relative
+/// Markdown link. Every other document, with its own dice: a third mention
+/// a random feature's id, a sixth hold a relative link to a random
+/// document; never to [`LINKED`], so that its backlinks are exactly
+/// [`backlinkers`].
+fn links_of(i: usize, n: usize, seed: u64, path: &str) -> Option<String> {
+    // `../` up to the project root from the document's folder.
+    let up = "../".repeat(path.matches('/').count());
+    let relative = |j: usize, text: &str| {
+        let target = doc_path(j, &mut Rng::new(seed, j as u64));
+        format!("[{text}]({up}{target}.md)")
+    };
+    let count = backlinkers(n);
+    let stride = n / count.max(1);
+    if i % stride == 1 && i / stride < count {
+        return Some(match (i / stride) % 2 {
+            0 => format!("Blocked by FEAT-{LINKED:07} until it ships."),
+            _ => format!(
+                "See {} for the plan.",
+                relative(LINKED, "the parent feature")
+            ),
+        });
+    }
+    let mut rng = Rng::new(seed ^ LINK_STREAM, i as u64);
+    let (mention, link) = (rng.below(3) == 0, rng.below(6) == 0);
+    // A feature other than LINKED and the one with a non-ASCII id.
+    let feature = loop {
+        let j = 10 * rng.below(n.div_ceil(10)) + rng.below(3);
+        if j != LINKED && j < n && j != i && j % 1000 != 500 {
+            break j;
+        }
+    };
+    let other = loop {
+        let j = rng.below(n);
+        if j != LINKED && j != i {
+            break j;
+        }
+    };
+    match (mention, link) {
+        (false, false) => None,
+        (true, false) => Some(format!("Depends on FEAT-{feature:07}.")),
+        (false, true) => Some(format!("Background in {}.", relative(other, "this page"))),
+        (true, true) => Some(format!(
+            "Depends on FEAT-{feature:07}; background in {}.",
+            relative(other, "this page")
+        )),
+    }
+}
+
 /// The path (below the backlog root, `/`-separated) of document `i`.
 pub fn doc_path(i: usize, rng: &mut Rng) -> String {
     match i % 10 {
@@ -96,6 +161,7 @@ fn words(rng: &mut Rng, out: &mut String, count: usize) {
 /// rewritten (the same planted words in other text).
 pub fn doc_text(i: usize, n: usize, variant: u64, seed: u64, rng: &mut Rng, path: &str) -> String {
     let plant = planted(i, n, seed);
+    let links = links_of(i, n, seed, path);
     // The paragraph the planted words end (0 to 2: every body has more).
     let plant_at = Rng::new(seed ^ PLANT_STREAM ^ variant, i as u64).below(3);
     let mut body_rng = Rng::new(seed ^ variant.wrapping_mul(0x1234_5678_9ABC_DEF1), i as u64);
@@ -140,6 +206,12 @@ pub fn doc_text(i: usize, n: usize, variant: u64, seed: u64, rng: &mut Rng, path
         }
         paragraph += 1;
         text.push_str(".\n\n");
+        if paragraph == 1
+            && let Some(links) = &links
+        {
+            text.push_str(links);
+            text.push_str("\n\n");
+        }
     }
     if paragraph <= plant_at && !plant.is_empty() {
         text.push_str(&plant.join(" "));
@@ -246,4 +318,78 @@ pub fn rewrite_all(backlog: &Backlog, n: usize, seed: u64, variant: u64) -> Res<
         Ok(())
     })?;
     Ok(n)
+}
+
+/// Where the manual goes below the project (`orchestra://docs/bench/manual`).
+pub const MANUAL_PATH: &str = "docs/bench/manual";
+/// The manual's size, in bytes (at least).
+pub const MANUAL_BYTES: usize = 5_000_000;
+const CHAPTERS: usize = 100;
+const SECTIONS: usize = 5;
+
+/// A long document: its text, and the headings of its `###` sections (each
+/// unique: `read`'s `section` names one by its text alone).
+pub struct Manual {
+    pub text: String,
+    pub sections: Vec<String>,
+    /// Headings of every level.
+    pub headings: usize,
+}
+
+/// A 5 MB manual: frontmatter, a title, 100 `##` chapters of 5 `###`
+/// sections of ~10 KB each (paragraphs, a list, a fenced code block whose
+/// `# comment` lines are no headings, now and then a mention of a feature).
+pub fn manual(seed: u64) -> Manual {
+    let mut rng = Rng::new(seed ^ 0x3A_4E_A1, 0);
+    let mut text = String::with_capacity(MANUAL_BYTES + 64 * 1024);
+    text.push_str("---\ntitle: \"The operations manual\"\nstatus: open\ntags: [docs, ops]\n---\n");
+    text.push_str("# The operations manual\n\n");
+    let mut sections = Vec::with_capacity(CHAPTERS * SECTIONS);
+    for c in 1..=CHAPTERS {
+        text.push_str(&format!("## Chapter {c}: "));
+        words(&mut rng, &mut text, 3);
+        text.push_str("\n\n");
+        for s in 1..=SECTIONS {
+            let mut heading = format!("Section {c}.{s}: ");
+            words(&mut rng, &mut heading, 3);
+            text.push_str("### ");
+            text.push_str(&heading);
+            text.push_str("\n\n");
+            sections.push(heading);
+            // Each section ends where its share of the whole does.
+            let end = MANUAL_BYTES * sections.len() / (CHAPTERS * SECTIONS);
+            let mut paragraph = 0;
+            while text.len() < end {
+                match paragraph % 6 {
+                    2 => {
+                        for _ in 0..4 {
+                            text.push_str("- ");
+                            words(&mut rng, &mut text, 8);
+                            text.push('\n');
+                        }
+                    }
+                    4 => {
+                        text.push_str("```sh\n# ");
+                        words(&mut rng, &mut text, 6);
+                        text.push_str("\norchestra import . --json\n```\n");
+                    }
+                    _ => {
+                        let count = 40 + rng.below(60);
+                        words(&mut rng, &mut text, count);
+                        if rng.below(20) == 0 {
+                            write!(text, " (FEAT-{:07})", 10 * (1 + rng.below(90))).unwrap();
+                        }
+                        text.push_str(".\n");
+                    }
+                }
+                text.push('\n');
+                paragraph += 1;
+            }
+        }
+    }
+    Manual {
+        text,
+        sections,
+        headings: 1 + CHAPTERS * (1 + SECTIONS),
+    }
 }

@@ -1,4 +1,4 @@
-//! The binary under test (`$ORCHESTRA_BIN`, warned about when older than `src/`), the optional binary without a search index (`$ORCHESTRA_BASELINE_BIN`), and the machine, toolchain and commit a run reports.
+//! The binary under test (`$ORCHESTRA_BIN`, warned about when older than `src/`), the optional baseline binaries (without a search index: `$ORCHESTRA_BASELINE_BIN`; without link extraction: `$ORCHESTRA_LINKS_BASELINE_BIN`; from before history: `$ORCHESTRA_NOHISTORY_BIN`), and the machine, toolchain and commit a run reports.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -57,6 +57,24 @@ pub fn no_history_bin() -> Res<Option<PathBuf>> {
     let bin = PathBuf::from(path);
     if !bin.is_file() {
         return Err(format!("ORCHESTRA_NOHISTORY_BIN: no binary at {}", bin.display()).into());
+    }
+    Ok(Some(bin))
+}
+
+/// `$ORCHESTRA_LINKS_BASELINE_BIN`: an orchestra built from the same commit
+/// with `links::extract` made a no-op (see BENCHMARKS.md), for the import
+/// cost of links; `None` when unset.
+pub fn links_baseline_bin() -> Res<Option<PathBuf>> {
+    let Some(path) = std::env::var_os("ORCHESTRA_LINKS_BASELINE_BIN") else {
+        return Ok(None);
+    };
+    let bin = PathBuf::from(path);
+    if !bin.is_file() {
+        return Err(format!(
+            "ORCHESTRA_LINKS_BASELINE_BIN: no binary at {}",
+            bin.display()
+        )
+        .into());
     }
     Ok(Some(bin))
 }

@@ -57,6 +57,18 @@
 //!   document pages, list pages (100 documents after a random id) and
 //!   `/resource` JSON reads of the same random documents, interleaved; p50
 //!   and p99; and the bytes of `viewer.js` plus `viewer.css`.
+//! * tools (unless `--no-tools`; issue 34): a 5 MB manual imported beside
+//!   the backlog, then over a pipe `read` of one of its sections, its
+//!   `outline`, and the first page of `links` to the document that 1,000
+//!   others link to; beside SQLite's read of the body, the outline computed
+//!   in this process and the backlinks page's SQL. The manual is removed
+//!   and imported away afterwards.
+//! * check (unless `--no-check`; issue 34): `orchestra check PROJECT --db DB
+//!   --json`, median of 3, beside the cold import; skipped with a line
+//!   that says so when the binary has no `check`.
+//! * links import cost, with `$ORCHESTRA_LINKS_BASELINE_BIN` (the same
+//!   commit with `links::extract` made a no-op, see BENCHMARKS.md): cold
+//!   and 1%-changed imports with and without link extraction, alternated.
 //!
 //! Flags: `--docs N` (repeatable, or a comma list; default 1000,10000,100000),
 //! `--1m` (adds 1,000,000: ~2.1 GB of files plus two ~2.5–2.8 GB databases;
@@ -67,6 +79,8 @@
 //! profile `orchestra import DIR/project --db DIR/orchestra.db` by hand),
 //! `--http-clients N` (default 50), `--no-http` (skip the HTTP load),
 //! `--no-search` (skip the search measurements and the raw FTS5 table),
+//! `--no-tools` (skip `read`, `outline` and `links`), `--no-check` (skip
+//! `orchestra check`),
 //! `--postgres` (the PostgreSQL store at the largest size, on the server
 //! the `PG*` variables name: run through `pg_virtualenv -t -v 15`).
 //!
@@ -91,6 +105,10 @@
 //!   reads, the history's size, a 1% re-import beside a binary from before.
 //! * `viewer`: the web viewer's document and list pages over HTTP, beside
 //!   the JSON read of the same document, and its assets' size.
+//! * `tools`: `read` of a section and `outline` of a 5 MB document,
+//!   `links` of a document with 1,000 backlinks, beside their bounds.
+//! * `check`: `orchestra check`'s wall time.
+//! * `links_import`: what finding links costs an import.
 //! * `postgres`: the PostgreSQL store (`--postgres`): cold import beside a
 //!   raw binary COPY, pages beside SQLite's, reads, notification to two
 //!   servers, two HTTP servers under load.
@@ -110,10 +128,12 @@
 //! append its rows; then describe it above and in BENCHMARKS.md.
 
 mod backlog;
+mod check;
 mod history;
 mod http_client;
 mod http_load;
 mod import;
+mod links_import;
 mod machine;
 mod notification;
 mod page_bytes;
@@ -128,6 +148,7 @@ mod serve;
 mod side_by_side;
 mod stats;
 mod stdio_client;
+mod tools;
 mod units;
 mod viewer;
 
@@ -164,9 +185,13 @@ struct Options {
     search: bool,
     /// Measure the PostgreSQL store, on the server the `PG*` variables name.
     postgres: bool,
+    /// Measure the `read`, `outline` and `links` tools (issue 34).
+    tools: bool,
+    /// Time `orchestra check` (issue 34).
+    check: bool,
 }
 
-const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]... [--1m] [--json FILE] [--dir DIR] [--reads N] [--pipelined N] [--seed N] [--keep] [--http-clients N | --no-http] [--no-search] [--postgres] [--history]
+const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]... [--1m] [--json FILE] [--dir DIR] [--reads N] [--pipelined N] [--seed N] [--keep] [--http-clients N | --no-http] [--no-search] [--no-tools] [--no-check] [--postgres] [--history]
 
   --docs N     backlog sizes to run (repeatable or comma list; default 1000,10000,100000)
   --1m         also run 1,000,000 documents (~2.1 GB of files + ~5.3 GB of databases, ~9 min)
@@ -179,6 +204,8 @@ const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]..
   --http-clients N  clients of the HTTP load test, run at the largest size (default 50)
   --no-http    skip the HTTP load test
   --no-search  skip the search measurements (raw FTS5 table, search tool, index import cost)
+  --no-tools   skip the read (a section of a 5 MB document), outline and links tools
+  --no-check   skip timing `orchestra check`
   --postgres   measure the PostgreSQL store at the largest size, on the server the PG* variables
                name (run through `pg_virtualenv -t -v 15`): cold import beside a raw binary COPY,
                pages of 500 beside SQLite's, reads, notification to two servers, two HTTP servers
@@ -189,7 +216,9 @@ const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]..
 The orchestra binary is $ORCHESTRA_BIN, else <crate>/target/release/orchestra: run `cargo build --release` first.
 $ORCHESTRA_BASELINE_BIN, if set, is an orchestra that keeps no search index (the same commit with
 the index writes made no-ops, see BENCHMARKS.md, or one from before search, e.g. 9be2234): the
-import cost of the search index is measured against it.";
+import cost of the search index is measured against it.
+$ORCHESTRA_LINKS_BASELINE_BIN, if set, is the same commit with `links::extract` returning
+`Vec::new()` at once (see BENCHMARKS.md): the import cost of links is measured against it.";
 
 fn parse_args(args: &[String]) -> Result<Options, String> {
     let mut opts = Options {
@@ -204,6 +233,8 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         search: true,
         history: false,
         postgres: false,
+        tools: true,
+        check: true,
     };
     let mut million = false;
     let mut it = args.iter();
@@ -240,6 +271,8 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
             "--http-clients" => opts.http_clients = number(&value("--http-clients")?)?,
             "--no-http" => opts.http_clients = 0,
             "--no-search" => opts.search = false,
+            "--no-tools" => opts.tools = false,
+            "--no-check" => opts.check = false,
             "--history" => opts.history = true,
             "--postgres" => opts.postgres = true,
             "-h" | "--help" => return Err(String::new()),
@@ -297,6 +330,7 @@ type Res<T> = Result<T, Box<dyn std::error::Error>>;
 fn run(opts: &Options) -> Res<()> {
     let bin = machine::orchestra_bin()?;
     let baseline = machine::baseline_bin()?;
+    let links_baseline = machine::links_baseline_bin()?;
     let machine = machine::machine();
     println!("# orchestra benchmark\n");
     println!("binary: {}", bin.display());
@@ -307,6 +341,15 @@ fn run(opts: &Options) -> Res<()> {
                 "baseline binary (without search): unset; set ORCHESTRA_BASELINE_BIN for the import cost of the index"
             ),
         }
+    }
+    match &links_baseline {
+        Some(path) => println!(
+            "baseline binary (without link extraction): {}",
+            path.display()
+        ),
+        None => println!(
+            "baseline binary (without link extraction): unset; set ORCHESTRA_LINKS_BASELINE_BIN for the import cost of links"
+        ),
     }
     println!(
         "machine: {} cores, {}, {} RAM, {}",
@@ -329,7 +372,15 @@ fn run(opts: &Options) -> Res<()> {
     let mut side = None;
     let largest = opts.sizes.iter().max().copied();
     for &n in &opts.sizes {
-        let (result, backlog) = bench_size(&bin, baseline.as_deref(), n, opts)?;
+        let (result, backlog) = bench_size(
+            &bin,
+            Baselines {
+                search: baseline.as_deref(),
+                links: links_baseline.as_deref(),
+            },
+            n,
+            opts,
+        )?;
         println!("{}", result.table());
         results.push(result);
         let db = backlog.root.join("orchestra.db");
@@ -368,6 +419,7 @@ fn run(opts: &Options) -> Res<()> {
             "machine": machine,
             "binary": bin.display().to_string(),
             "baseline_binary": baseline.as_ref().map(|b| b.display().to_string()),
+            "links_baseline_binary": links_baseline.as_ref().map(|b| b.display().to_string()),
             "seed": opts.seed,
             "sizes": results.iter().map(SizeResult::to_json).collect::<Vec<_>>(),
             "page_cost_across_sizes": across_json(&results),
@@ -379,10 +431,18 @@ fn run(opts: &Options) -> Res<()> {
     Ok(())
 }
 
+/// The binaries that measure what a feature costs an import: the same
+/// commit without the search index's writes, and without link extraction.
+#[derive(Clone, Copy)]
+struct Baselines<'a> {
+    search: Option<&'a Path>,
+    links: Option<&'a Path>,
+}
+
 /// One size: the backlog, then every measurement on it, in this order.
 fn bench_size(
     bin: &Path,
-    baseline: Option<&Path>,
+    baselines: Baselines,
     n: usize,
     opts: &Options,
 ) -> Res<(SizeResult, Backlog)> {
@@ -446,17 +506,36 @@ fn bench_size(
     };
     step(n, "orchestra serve --http: viewer pages");
     let viewer = viewer::measure(bin, &db, n, opts.seed)?;
+    // It imports a 5 MB document into the database and away again.
+    let tools = if opts.tools {
+        Some(tools::measure(bin, &backlog, &db, n, opts.seed)?)
+    } else {
+        None
+    };
+    let check = if opts.check {
+        step(n, "orchestra check");
+        Some(check::measure(bin, &backlog.project, &db, n)?)
+    } else {
+        None
+    };
     let postgres = if opts.postgres && largest {
         Some(postgres::measure(bin, &backlog, &db, n, opts.seed)?)
     } else {
         None
     };
     // Last: it rewrites files the earlier steps expect unchanged.
-    let index_cost = match (&raw_search, baseline) {
+    let index_cost = match (&raw_search, baselines.search) {
         (Some(_), Some(baseline)) => Some(search_import::measure(
             bin, baseline, &backlog, n, opts.seed, opts.keep,
         )?),
         _ => None,
+    };
+    // As last: it rewrites 1% of the files five times.
+    let links_cost = match baselines.links {
+        Some(baseline) => Some(links_import::measure(
+            bin, baseline, &backlog, n, opts.seed, opts.keep,
+        )?),
+        None => None,
     };
     // Last of all: it rewrites every file ten times.
     let history = if opts.history && largest {
@@ -482,7 +561,14 @@ fn bench_size(
         rows.extend(figures.rows(raw, raw_filter_us, n));
         rows.extend(search_import::rows(index_cost.as_ref(), raw, n));
     }
+    rows.extend(links_import::rows(links_cost.as_ref(), n));
     rows.extend(viewer.rows());
+    if let Some(tools) = &tools {
+        rows.extend(tools.rows(n));
+    }
+    if let Some(check) = &check {
+        rows.extend(check.rows(imports.cold.seconds, n));
+    }
     if let Some(history) = &history {
         rows.extend(history.rows());
     }
@@ -520,6 +606,9 @@ fn bench_size(
             _ => Value::Null,
         },
         "search_index_cost": index_cost.as_ref().map(search_import::IndexCost::to_json),
+        "links_import_cost": links_cost.as_ref().map(links_import::LinksCost::to_json),
+        "tools": tools.as_ref().map(tools::ToolFigures::to_json),
+        "check": check.as_ref().map(check::CheckFigures::to_json),
     });
     Ok((
         SizeResult {

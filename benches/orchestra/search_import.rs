@@ -31,7 +31,7 @@ pub struct IndexCost {
 }
 
 /// Removes a database and its WAL files, if they exist.
-fn remove_db(db: &Path) -> Res<()> {
+pub fn remove_db(db: &Path) -> Res<()> {
     for suffix in ["", "-wal", "-shm"] {
         let mut path = db.as_os_str().to_owned();
         path.push(suffix);
