@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::doc::DocKey;
-use crate::store::{Reader, Version};
+use crate::store::{Moved, Reader, Version};
 use crate::uri;
 
 /// A unified diff between two versions of a document.
@@ -36,7 +36,7 @@ pub fn time_text(ms: i64) -> String {
 /// One version as JSON: what the `history` tool, `orchestra log --json`
 /// and the viewer say of it.
 pub fn version_json(version: &Version) -> Value {
-    json!({
+    let mut json = json!({
         "version": version.number,
         "uri": uri::format_versioned(&version.key, version.number),
         "time": version.committed_ms.map(time_text),
@@ -45,7 +45,13 @@ pub fn version_json(version: &Version) -> Value {
         "title": version.title,
         "removed": version.removed(),
         "current": version.current,
-    })
+    });
+    match &version.moved {
+        Some(Moved::To(to)) => json["movedTo"] = uri::format(to).into(),
+        Some(Moved::From(from)) => json["movedFrom"] = uri::format(from).into(),
+        None => {}
+    }
+    json
 }
 
 /// Which versions have bytes, newest first: `versions with bytes: 7, 5, 4`

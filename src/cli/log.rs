@@ -8,7 +8,7 @@ use console::Style;
 
 use orchestra::doc::DocKey;
 use orchestra::history;
-use orchestra::store::{Reader, Version};
+use orchestra::store::{Moved, Reader, Version};
 use orchestra::table::{self, Layout};
 use orchestra::uri;
 
@@ -132,9 +132,11 @@ fn row(v: &Version) -> Vec<String> {
         true => format!("{} (current)", v.number),
         false => v.number.to_string(),
     };
-    let size = match v.removed() {
-        true => "removed".to_string(),
-        false => out::size(v.size),
+    let size = match (&v.moved, v.removed()) {
+        (Some(Moved::To(to)), _) => format!("moved to {to}"),
+        (_, true) => "removed".to_string(),
+        (Some(Moved::From(from)), false) => format!("{} (moved from {from})", out::size(v.size)),
+        (None, false) => out::size(v.size),
     };
     vec![
         number,

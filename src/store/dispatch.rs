@@ -274,6 +274,12 @@ impl Reader {
         either!(self, reader => reader.search(search, resume, limit))
     }
 
+    /// The current version of each of `keys`, in their order (`None` for
+    /// one not stored).
+    pub fn versions_of(&self, keys: &[&DocKey]) -> Result<Vec<Option<u32>>> {
+        either!(self, reader => reader.versions_of(keys))
+    }
+
     /// Up to `limit` links of `key` after its link `after`, in the order
     /// they are written.
     pub fn links_out(
@@ -359,6 +365,18 @@ impl ImportTx {
     /// (none in a load into an empty database: nothing is stored yet).
     pub fn current(&self, key: &DocKey) -> Result<Option<Current>> {
         either!(self, tx => tx.current(key))
+    }
+
+    /// Records a write's move of `from` (removed as its version
+    /// `from_version`) to `to` (its version `to_version` there).
+    pub fn record_move(
+        &self,
+        from: &DocKey,
+        from_version: u32,
+        to: &DocKey,
+        to_version: u32,
+    ) -> Result<()> {
+        either!(self, tx => tx.record_move(from, from_version, to, to_version))
     }
 
     /// The files this import left out (replacing the last import's list),

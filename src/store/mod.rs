@@ -146,6 +146,16 @@ impl NewDocument {
     }
 }
 
+/// Where a moved document went, or came from: on a version of its history
+/// (a write's `move`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Moved {
+    /// On the old key's removal: the key it was moved to.
+    To(DocKey),
+    /// On the new key's first version: the key it was moved from.
+    From(DocKey),
+}
+
 /// A stored document as a write's transaction sees it
 /// ([`ImportTx::current`]).
 #[derive(Debug, Clone, PartialEq, Eq)]

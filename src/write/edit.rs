@@ -71,7 +71,9 @@ pub enum Edit {
         heading: String,
         with: String,
     },
-    /// Set (Some) or remove (None) frontmatter keys, in the order given.
+    /// Set (Some) or remove (None) frontmatter keys, in the order given (a
+    /// tool call's JSON object arrives with its keys in name order: JSON
+    /// objects are unordered, so new keys are added in that order).
     Frontmatter(Vec<(String, Option<Value>)>),
 }
 

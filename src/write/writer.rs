@@ -494,9 +494,10 @@ impl Writer {
                 uri::format(to)
             ))));
         }
-        if let Err(refused) = self.check_version(&tx, key, if_version)? {
-            return Ok(Err(refused));
-        }
+        let base = match self.check_version(&tx, key, if_version)? {
+            Ok(version) => version,
+            Err(refused) => return Ok(Err(refused)),
+        };
         match atomic::rename_new(&from_file, &to_file) {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
@@ -519,6 +520,11 @@ impl Writer {
         tx.record(ChangeKind::Removed, key)?;
         let written = self.import_file(&tx, to, &to_file, ChangeKind::New)?;
         let version = self.version_after(&tx, to)?;
+        // Both histories say where it went: the old key's removal is the
+        // version after its last.
+        if let (Some(base), Some(version)) = (base, version) {
+            tx.record_move(key, base + 1, to, version)?;
+        }
         let (from_name, to_name) = (uri::format(key), uri::format(to));
         let text = String::from_utf8_lossy(&old);
         let diff = edit::diff(&text, &text, &from_name, &to_name, MAX_DIFF_BYTES);

@@ -318,14 +318,14 @@ fn a_database_from_before_links_gets_them_on_the_next_import() {
     p.file("features/FEAT-001.md", "# F\n");
     p.import(&[]).assert_success();
     // The database as orchestra left it before links: schema 15, without
-    // the tables of 0016 and 0017.
+    // the tables of 0016 to 0018.
     let before = 15;
     let set_version = match on_postgres() {
         true => format!("UPDATE orchestra_schema SET version = {before}"),
         false => format!("PRAGMA user_version = {before}"),
     };
     Db::writable(&p.db()).batch(&format!(
-        "DROP TABLE links; DROP TABLE names; DROP TABLE skipped; {set_version}"
+        "DROP TABLE links; DROP TABLE names; DROP TABLE skipped; DROP TABLE moves; {set_version}"
     ));
     let out = run(&p, &["links", "notes/a"]);
     assert_eq!(

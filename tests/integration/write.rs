@@ -176,6 +176,33 @@ fn each_tool_changes_the_file_and_the_database_alike() {
         json!({"uri": "orchestra://notes/plan", "to": "orchestra://notes/archive/plan"}),
     );
     assert_eq!(ok(&moved)["movedFrom"], "orchestra://notes/plan");
+    // Both histories say where it went.
+    let old_history = call(
+        &mut server,
+        "history",
+        json!({"uri": "orchestra://notes/plan"}),
+    );
+    let newest = &old_history["structuredContent"]["versions"][0];
+    assert_eq!(
+        (&newest["version"], &newest["removed"], &newest["movedTo"]),
+        (
+            &json!(3),
+            &json!(true),
+            &json!("orchestra://notes/archive/plan")
+        ),
+        "{old_history}"
+    );
+    let new_history = call(
+        &mut server,
+        "history",
+        json!({"uri": "orchestra://notes/archive/plan"}),
+    );
+    let first = &new_history["structuredContent"]["versions"][0];
+    assert_eq!(
+        (&first["version"], &first["movedFrom"]),
+        (&json!(1), &json!("orchestra://notes/plan")),
+        "{new_history}"
+    );
     assert!(!p.path("notes/plan.md").exists());
     assert_eq!(
         std::fs::read_to_string(p.path("notes/archive/plan.md")).unwrap(),

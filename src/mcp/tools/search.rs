@@ -74,6 +74,7 @@ pub fn tool() -> Tool {
                         "description": {"type": "string"},
                         "snippet": {"type": "string"},
                         "score": {"type": "number"},
+                        "version": {"type": "integer"},
                     },
                     "required": ["uri", "title", "snippet", "score"],
                 },
@@ -227,7 +228,18 @@ pub fn run(
         },
     };
     let page = match ctx.store() {
-        Some(store) => store.reader()?.search(search, resume.as_ref(), limit)?,
+        Some(store) => {
+            let reader = store.reader()?;
+            // The hits' versions, as they are now (for a write's
+            // ifVersion): after the page, one point read each.
+            let mut page = reader.search(search, resume.as_ref(), limit)?;
+            let keys: Vec<&crate::doc::DocKey> = page.hits.iter().map(|h| &h.key).collect();
+            let versions = reader.versions_of(&keys)?;
+            for (hit, version) in page.hits.iter_mut().zip(versions) {
+                hit.version = version;
+            }
+            page
+        }
         None => SearchPage::default(),
     };
     Ok(Ok(page))
@@ -247,6 +259,9 @@ pub fn structured(page: &SearchPage, fingerprint: &[u8; 8]) -> Value {
             });
             if let Some(description) = &hit.description {
                 object["description"] = Value::from(description.clone());
+            }
+            if let Some(version) = hit.version {
+                object["version"] = Value::from(version);
             }
             object
         })

@@ -35,6 +35,7 @@ fn version_from_row(key: &DocKey, row: &Row) -> Version {
         seq: row.get(5),
         committed_ms: row.get(6),
         current: row.get(7),
+        moved: None,
     }
 }
 
@@ -53,7 +54,10 @@ impl PgReader {
             &sql,
             &[&key.prefix.as_str(), &key.id, &before, &sql_limit(limit)],
         )?;
-        Ok(rows.iter().map(|row| version_from_row(key, row)).collect())
+        let mut versions: Vec<Version> =
+            rows.iter().map(|row| version_from_row(key, row)).collect();
+        super::moves::attach(&mut self.conn.borrow_mut(), key, &mut versions)?;
+        Ok(versions)
     }
 
     /// Version `number` of `key` and its bytes; `None` when there is no such

@@ -142,7 +142,7 @@ impl PgImportTx {
         self.starts_empty
     }
 
-    fn client(&self) -> RefMut<'_, Pooled> {
+    pub(super) fn client(&self) -> RefMut<'_, Pooled> {
         RefMut::map(self.conn.borrow_mut(), |conn| {
             conn.as_mut()
                 .expect("the import's connection is with its load's COPY thread")

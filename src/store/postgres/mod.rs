@@ -18,6 +18,7 @@ mod history;
 mod import_tx;
 mod links;
 mod load;
+mod moves;
 mod pool;
 mod reader;
 mod scan;
@@ -117,6 +118,10 @@ const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         sql: include_str!("../../../migrations/postgres/0017_skipped.sql"),
+        then: None,
+    },
+    Migration {
+        sql: include_str!("../../../migrations/postgres/0018_moves.sql"),
         then: None,
     },
 ];

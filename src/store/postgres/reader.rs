@@ -101,6 +101,25 @@ impl PgReader {
         }))
     }
 
+    /// As SQLite's `Reader::versions_of`, in one statement.
+    pub fn versions_of(&self, keys: &[&DocKey]) -> Result<Vec<Option<u32>>> {
+        let prefixes: Vec<&str> = keys.iter().map(|k| k.prefix.as_str()).collect();
+        let ids: Vec<&str> = keys.iter().map(|k| k.id.as_str()).collect();
+        let mut conn = self.conn.borrow_mut();
+        let statement = conn.prepared(
+            "SELECT (SELECT max(v.version) FROM versions v
+                     JOIN documents d ON d.prefix = v.prefix AND d.id = v.id
+                     WHERE v.prefix = k.prefix AND v.id = k.id)
+             FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS k(prefix, id, n)
+             ORDER BY k.n",
+        )?;
+        let rows = conn.query(&statement, &[&prefixes, &ids])?;
+        Ok(rows
+            .iter()
+            .map(|r| r.get::<_, Option<i32>>(0).map(|v| v as u32))
+            .collect())
+    }
+
     /// Ids under `prefix` that begin with `typed`, at most `limit`, and how
     /// many there are in all: a range of the primary key.
     pub fn complete_ids(

@@ -43,6 +43,9 @@ pub struct Version {
     pub committed_ms: Option<i64>,
     /// The document as it is now (the newest version of a document that exists).
     pub current: bool,
+    /// Where it went (on a removal) or came from (on a first version), when
+    /// a write moved it. Filled by `history` only.
+    pub moved: Option<crate::store::Moved>,
 }
 
 impl Version {
@@ -458,6 +461,7 @@ fn version_from_row(key: &DocKey, r: &rusqlite::Row) -> rusqlite::Result<Version
         seq: r.get(5)?,
         committed_ms: r.get(6)?,
         current: r.get(7)?,
+        moved: None,
     })
 }
 
@@ -472,11 +476,12 @@ impl Reader {
         );
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let before = before.map_or(i64::MAX, i64::from);
-        let versions = stmt
+        let mut versions: Vec<Version> = stmt
             .query_map(params![prefix, id, before, limit as i64], |r| {
                 version_from_row(key, r)
             })?
             .collect::<rusqlite::Result<_>>()?;
+        super::moves::attach(&self.conn, key, &mut versions)?;
         Ok(versions)
     }
 

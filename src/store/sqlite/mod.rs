@@ -24,6 +24,7 @@ mod feed;
 mod history;
 mod import_tx;
 mod links;
+mod moves;
 mod rank;
 mod scan;
 mod search;
@@ -123,6 +124,10 @@ pub(in crate::store) const MIGRATIONS: &[Migration] = &[
     },
     Migration {
         sql: include_str!("../../../migrations/sqlite/0017_skipped.sql"),
+        then: None,
+    },
+    Migration {
+        sql: include_str!("../../../migrations/sqlite/0018_moves.sql"),
         then: None,
     },
 ];
@@ -483,6 +488,23 @@ impl Reader {
             })
             .optional()?;
         Ok(doc)
+    }
+
+    /// The current version of each of `keys` (`None` for a document that
+    /// is not stored or has no version), in their order: what a search's
+    /// hits carry for a write's `ifVersion`. One point read each.
+    pub fn versions_of(&self, keys: &[&DocKey]) -> Result<Vec<Option<u32>>> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT version FROM documents WHERE prefix = ?1 AND id = ?2")?;
+        keys.iter()
+            .map(|key| {
+                Ok(stmt
+                    .query_row(params![key.prefix.as_str(), key.id], |r| r.get(0))
+                    .optional()?
+                    .flatten())
+            })
+            .collect()
     }
 
     /// Ids under `prefix` that begin with `typed`, at most `limit`, and how

@@ -18,6 +18,7 @@ mod resource;
 mod server;
 mod sessions;
 mod streams;
+mod writes;
 
 use std::time::Duration;
 

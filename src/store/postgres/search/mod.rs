@@ -236,6 +236,7 @@ impl PgReader {
                 size: row.get::<_, i64>(4) as u64,
                 snippet: String::new(),
                 score: f64::from(row.get::<_, f32>(5)),
+                version: None,
             });
             heads.push(row.get::<_, Option<Vec<u8>>>(6));
         }
@@ -321,6 +322,7 @@ impl PgReader {
                     size: row.get::<_, i64>(4) as u64,
                     snippet: lead(row.get::<_, Option<&[u8]>>(5)),
                     score: 0.0,
+                    version: None,
                 })
             })
             .collect::<Result<Vec<_>>>()?;

@@ -35,6 +35,9 @@ pub struct Hit {
     pub snippet: String,
     /// Relevance, higher is better; 0 for hits listed in key order.
     pub score: f64,
+    /// Its current version, when the caller asked for it
+    /// (`Reader::versions_of`); searches leave it `None`.
+    pub version: Option<u32>,
 }
 
 /// One page of a search.
@@ -79,6 +82,7 @@ fn hit_at(r: &rusqlite::Row<'_>, first: usize, score: f64) -> rusqlite::Result<H
         size: r.get::<_, i64>(first + 4)? as u64,
         snippet: String::new(),
         score,
+        version: None,
     })
 }
 
