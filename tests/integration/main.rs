@@ -18,3 +18,5 @@ mod support;
 mod tidy;
 mod viewer;
 mod write;
+mod write_faults;
+mod write_notify;
