@@ -40,7 +40,7 @@ echo "==> cargo test --locked (beside a throwaway PostgreSQL 15: pg_virtualenv)"
 # PostgreSQL (tests/integration/support/mod.rs: on_postgres), less those whose
 # subject is the SQLite file itself, each with its reason. (postgres::, the
 # PostgreSQL store's own tests, run on it in the first run.)
-PG_AGAIN="http:: serve:: import:: viewer:: concurrency:: search:: cli:: history_cli:: history:: faults:: links:: check:: write::"
+PG_AGAIN="http:: serve:: import:: viewer:: concurrency:: search:: cli:: history_cli:: history:: faults:: links:: check:: write:: write_notify::"
 SQLITE_ONLY=(
   # the default database: a file under the working folder
   import::db_flag_then_env_then_default_under_the_working_folder
