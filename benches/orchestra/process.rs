@@ -10,6 +10,8 @@ use crate::Res;
 pub struct Finished {
     pub seconds: f64,
     pub max_rss_kb: u64,
+    /// User + system CPU seconds of the command (its threads and children).
+    pub cpu_s: f64,
     pub stdout: String,
 }
 
@@ -43,26 +45,28 @@ pub fn run_measured(cmd: Command) -> Res<Finished> {
     }
     let mut finished = run_direct(launcher)?;
     let text = fs::read_to_string(report.path())?;
-    let (rss, seconds) = text
-        .split_once(' ')
-        .ok_or_else(|| format!("the launcher wrote {text:?}"))?;
-    finished.max_rss_kb = rss.trim().parse()?;
-    finished.seconds = seconds.trim().parse()?;
+    let fields: Vec<&str> = text.split_whitespace().collect();
+    let [rss, seconds, cpu] = fields[..] else {
+        return Err(format!("the launcher wrote {text:?}").into());
+    };
+    finished.max_rss_kb = rss.parse()?;
+    finished.seconds = seconds.parse()?;
+    finished.cpu_s = cpu.parse()?;
     Ok(finished)
 }
 
 /// The launcher's side of [`run_measured`]: `LAUNCH_FLAG REPORT PROGRAM
-/// ARGS...` runs PROGRAM with this process's stdio, writes `RSS_KB SECONDS`
-/// to REPORT and exits with PROGRAM's status.
+/// ARGS...` runs PROGRAM with this process's stdio, writes `RSS_KB SECONDS
+/// CPU_SECONDS` to REPORT and exits with PROGRAM's status.
 pub fn launch(args: &[String]) -> Res<i32> {
     let [report, program, rest @ ..] = args else {
         return Err(format!("usage: {LAUNCH_FLAG} REPORT PROGRAM [ARGS...]").into());
     };
     let started = Instant::now();
     let child = Command::new(program).args(rest).spawn()?;
-    let (status, max_rss_kb) = wait4(&child)?;
+    let (status, max_rss_kb, cpu_s) = wait4_usage(&child)?;
     let seconds = started.elapsed().as_secs_f64();
-    fs::write(report, format!("{max_rss_kb} {seconds}"))?;
+    fs::write(report, format!("{max_rss_kb} {seconds} {cpu_s}"))?;
     Ok(status)
 }
 
@@ -95,12 +99,20 @@ fn run_direct(mut cmd: Command) -> Res<Finished> {
     Ok(Finished {
         seconds,
         max_rss_kb,
+        cpu_s: 0.0,
         stdout,
     })
 }
 
 /// Reaps `child` and returns its exit status and peak RSS (KiB).
 pub fn wait4(child: &Child) -> Res<(i32, u64)> {
+    let (status, max_rss_kb, _) = wait4_usage(child)?;
+    Ok((status, max_rss_kb))
+}
+
+/// Reaps `child` and returns its exit status, peak RSS (KiB) and user +
+/// system CPU seconds.
+pub fn wait4_usage(child: &Child) -> Res<(i32, u64, f64)> {
     let pid = child.id() as libc::pid_t;
     let mut status: libc::c_int = 0;
     // SAFETY: plain syscall on our own child; rusage is a POD out-parameter.
@@ -114,7 +126,12 @@ pub fn wait4(child: &Child) -> Res<(i32, u64)> {
     } else {
         -1
     };
-    Ok((code, usage.ru_maxrss as u64))
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    Ok((
+        code,
+        usage.ru_maxrss as u64,
+        secs(usage.ru_utime) + secs(usage.ru_stime),
+    ))
 }
 
 /// `VmRSS` and `VmHWM` of a live process, in KiB.
