@@ -118,6 +118,15 @@ impl std::fmt::Debug for Writer {
     }
 }
 
+/// A document a write changes, as [`Writer::existing`] found it.
+struct Existing {
+    tx: ImportTx,
+    file: PathBuf,
+    old: Vec<u8>,
+    /// Its version before the write.
+    base: Option<u32>,
+}
+
 /// The file of a document as the write found it.
 struct OnDisk {
     bytes: Option<Vec<u8>>,
@@ -279,6 +288,28 @@ impl Writer {
         )
     }
 
+    /// The document `key` that a write changes: its file, its bytes, the
+    /// transaction with its row level with them, and its version; refused
+    /// when it does not exist or `if_version` is not its version.
+    fn existing(&self, key: &DocKey, if_version: Option<u32>) -> Result<Result<Existing, Refused>> {
+        let file = match self.file_of(key) {
+            Ok(file) => file,
+            Err(refused) => return Ok(Err(refused)),
+        };
+        let (tx, disk) = self.level(key, &file)?;
+        let Some(old) = disk.bytes else {
+            return Ok(Err(self.missing(key)));
+        };
+        Ok(self
+            .check_version(&tx, key, if_version)?
+            .map(|base| Existing {
+                tx,
+                file,
+                old,
+                base,
+            }))
+    }
+
     /// Refuses when `if_version` is not the stored version of `key`.
     fn check_version(
         &self,
@@ -314,16 +345,13 @@ impl Writer {
         dry_run: bool,
         new_bytes: impl FnOnce(&[u8]) -> Result<Vec<u8>, Refused>,
     ) -> Result<Result<Written, Refused>> {
-        let file = match self.file_of(key) {
-            Ok(file) => file,
-            Err(refused) => return Ok(Err(refused)),
-        };
-        let (tx, disk) = self.level(key, &file)?;
-        let Some(old) = disk.bytes else {
-            return Ok(Err(self.missing(key)));
-        };
-        let base = match self.check_version(&tx, key, if_version)? {
-            Ok(version) => version,
+        let Existing {
+            tx,
+            file,
+            old,
+            base,
+        } = match self.existing(key, if_version)? {
+            Ok(existing) => existing,
             Err(refused) => return Ok(Err(refused)),
         };
         let new = match new_bytes(&old) {
@@ -539,16 +567,13 @@ impl Writer {
     }
 
     fn delete(&self, key: &DocKey, if_version: Option<u32>) -> Result<Result<Written, Refused>> {
-        let file = match self.file_of(key) {
-            Ok(file) => file,
-            Err(refused) => return Ok(Err(refused)),
-        };
-        let (tx, disk) = self.level(key, &file)?;
-        let Some(old) = disk.bytes else {
-            return Ok(Err(self.missing(key)));
-        };
-        let base = match self.check_version(&tx, key, if_version)? {
-            Ok(version) => version,
+        let Existing {
+            tx,
+            file,
+            old,
+            base,
+        } = match self.existing(key, if_version)? {
+            Ok(existing) => existing,
             Err(refused) => return Ok(Err(refused)),
         };
         if let Some(refused) = self.changed_under_us(&file, &old)? {
