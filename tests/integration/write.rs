@@ -275,33 +275,86 @@ fn a_stale_version_writes_nothing_and_an_outside_edit_is_a_version() {
     level(&p);
 }
 
-#[test]
-fn hostile_paths_are_refused_and_nothing_leaves_the_project() {
+/// Ids a client might send to leave the project or name another file: dot
+/// segments however encoded (once, twice, look-alikes), separators
+/// smuggled in a segment, NUL and controls, hidden names, a symbolic link.
+pub(crate) const HOSTILE: [&str; 12] = [
+    "orchestra://notes/%2e%2e/x",
+    "orchestra://notes/..%2fx",
+    "orchestra://notes/%252e%252e%252fx/..%2f..%2fescape",
+    "orchestra://notes/a%5cb",
+    "orchestra://notes/%00x",
+    "orchestra://notes/.hidden",
+    "orchestra://notes/%EF%BC%8E%EF%BC%8E/x",
+    "orchestra://notes/a%EF%BC%8Fb",
+    "orchestra://notes/a%E2%88%95b",
+    "orchestra://notes/link/x",
+    "orchestra://notes/x%0Ay",
+    "orchestra:///etc/passwd",
+];
+
+/// A project whose `notes/link` leads out of it, to an empty `outside/`.
+pub(crate) fn with_a_way_out() -> Project {
     let p = project();
     std::fs::create_dir(p.root_path("outside")).unwrap();
     std::fs::create_dir_all(p.path("notes")).unwrap();
     std::os::unix::fs::symlink(p.root_path("outside"), p.path("notes/link")).unwrap();
-    let mut server = writer(&p);
-    for uri in [
-        "orchestra://notes/%2e%2e/x",
-        "orchestra://notes/..%2fx",
-        "orchestra://notes/a%5cb",
-        "orchestra://notes/%00x",
-        "orchestra://notes/.hidden",
-        "orchestra://notes/%EF%BC%8E%EF%BC%8E/x",
-        "orchestra://notes/a%EF%BC%8Fb",
-        "orchestra://notes/link/x",
-        "orchestra://notes/x%0Ay",
-    ] {
-        let result = call(&mut server, "create", json!({"uri": uri, "content": "x"}));
-        assert_eq!(result["isError"], true, "{uri}: {result}");
-    }
-    server.close();
+    p
+}
+
+/// Every call a hostile id can be given to: a new document at it, a write
+/// or edit of it, a move to it.
+pub(crate) fn hostile_calls(uri: &str) -> Vec<(&'static str, Value)> {
+    vec![
+        ("create", json!({"uri": uri, "content": "x"})),
+        ("write", json!({"uri": uri, "content": "x"})),
+        ("edit", json!({"uri": uri, "edits": [{"append": "x"}]})),
+        ("delete", json!({"uri": uri})),
+        (
+            "move",
+            json!({"uri": "orchestra://docs/tasks/TASK-003", "to": uri}),
+        ),
+    ]
+}
+
+/// Nothing was written outside, and the project is as it was.
+pub(crate) fn nothing_left_the_project(p: &Project) {
     assert_eq!(
         std::fs::read_dir(p.root_path("outside")).unwrap().count(),
         0
     );
-    level(&p);
+    assert_eq!(
+        std::fs::read_to_string(p.path("docs/tasks/TASK-003.md")).unwrap(),
+        "# Task three\n"
+    );
+    level(p);
+}
+
+#[test]
+fn hostile_paths_are_refused_in_both_eras_and_nothing_leaves_the_project() {
+    let p = with_a_way_out();
+    let mut server = writer(&p);
+    // The handshake era too: the same refusals.
+    let mut handshake = writer(&p);
+    handshake.request(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "write-test", "version": "1"}}}));
+    handshake.send(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    for uri in HOSTILE {
+        for (tool, arguments) in hostile_calls(uri) {
+            let result = call(&mut server, tool, arguments.clone());
+            assert_eq!(result["isError"], true, "{tool} {uri}: {result}");
+            let response = handshake.request(&json!({"jsonrpc": "2.0", "id": 1,
+                "method": "tools/call", "params": {"name": tool, "arguments": arguments}}));
+            assert_eq!(
+                response["result"]["isError"], true,
+                "{tool} {uri}: {response}"
+            );
+        }
+    }
+    server.close();
+    handshake.close();
+    nothing_left_the_project(&p);
 }
 
 #[test]

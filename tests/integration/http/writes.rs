@@ -89,3 +89,40 @@ fn http_writes_only_with_a_token() {
     after.extend_from_slice(b"over HTTP\n");
     assert_eq!(std::fs::read(&file).unwrap(), after);
 }
+
+#[test]
+fn hostile_paths_are_refused_over_http() {
+    let p = crate::write::with_a_way_out();
+    let dir = p.dir();
+    let token = "h0stile-T0ken";
+    p.outside_file("token", format!("{token}\n"));
+    let token_file = p.root_path("token");
+    let server = HttpServer::start(
+        &p,
+        &[
+            "--project",
+            dir.to_str().unwrap(),
+            "--token-file",
+            token_file.to_str().unwrap(),
+        ],
+    );
+    let bearer = format!("Bearer {token}");
+    for uri in crate::write::HOSTILE {
+        for (tool, arguments) in crate::write::hostile_calls(uri) {
+            let call = rpc(
+                3,
+                "tools/call",
+                envelope(json!({"name": tool, "arguments": arguments})),
+            );
+            let resp = server.post(&call).header("Authorization", &bearer).send();
+            assert_eq!(resp.status, 200, "{tool} {uri}: {resp:?}");
+            assert_eq!(
+                resp.json()["result"]["isError"],
+                true,
+                "{tool} {uri}: {resp:?}"
+            );
+        }
+    }
+    drop(server);
+    crate::write::nothing_left_the_project(&p);
+}
