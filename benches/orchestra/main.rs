@@ -66,6 +66,14 @@
 //! * check (unless `--no-check`; issue 34): `orchestra check PROJECT --db DB
 //!   --json`, median of 3, beside the cold import; skipped with a line
 //!   that says so when the binary has no `check`.
+//! * writes (unless `--no-writes`; issue 35), last of all: `orchestra
+//!   serve --db DB --project DIR` over a pipe, one-line `edit` calls with
+//!   `ifVersion` (200 of one document, then one of each of 200 random
+//!   ones), each beside a raw write+fsync+rename+fsync of the folder of the
+//!   same bytes in this process; edits/s; a second `orchestra serve`
+//!   subscribed to ten documents, and the time from an edit's answer to its
+//!   `notifications/resources/updated` (30 edits); the writer's VmHWM;
+//!   SQLite's commit of one row and the writer's ping, as bounds.
 //! * links import cost, with `$ORCHESTRA_LINKS_BASELINE_BIN` (the same
 //!   commit with `links::extract` made a no-op, see BENCHMARKS.md): cold
 //!   and 1%-changed imports with and without link extraction, alternated.
@@ -80,7 +88,7 @@
 //! `--http-clients N` (default 50), `--no-http` (skip the HTTP load),
 //! `--no-search` (skip the search measurements and the raw FTS5 table),
 //! `--no-tools` (skip `read`, `outline` and `links`), `--no-check` (skip
-//! `orchestra check`),
+//! `orchestra check`), `--no-writes` (skip the `edit` tool's figures),
 //! `--postgres` (the PostgreSQL store at the largest size, on the server
 //! the `PG*` variables name: run through `pg_virtualenv -t -v 15`).
 //!
@@ -109,6 +117,8 @@
 //!   `links` of a document with 1,000 backlinks, beside their bounds.
 //! * `check`: `orchestra check`'s wall time.
 //! * `links_import`: what finding links costs an import.
+//! * `writes`: the `edit` tool's latency and rate beside raw writes of the
+//!   same bytes, a second server's notification, the writer's memory.
 //! * `postgres`: the PostgreSQL store (`--postgres`): cold import beside a
 //!   raw binary COPY, pages beside SQLite's, reads, notification to two
 //!   servers, two HTTP servers under load.
@@ -151,6 +161,7 @@ mod stdio_client;
 mod tools;
 mod units;
 mod viewer;
+mod writes;
 
 use std::collections::BTreeSet;
 use std::fs;
@@ -189,9 +200,11 @@ struct Options {
     tools: bool,
     /// Time `orchestra check` (issue 34).
     check: bool,
+    /// Measure the `edit` tool (issue 35).
+    writes: bool,
 }
 
-const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]... [--1m] [--json FILE] [--dir DIR] [--reads N] [--pipelined N] [--seed N] [--keep] [--http-clients N | --no-http] [--no-search] [--no-tools] [--no-check] [--postgres] [--history]
+const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]... [--1m] [--json FILE] [--dir DIR] [--reads N] [--pipelined N] [--seed N] [--keep] [--http-clients N | --no-http] [--no-search] [--no-tools] [--no-check] [--no-writes] [--postgres] [--history]
 
   --docs N     backlog sizes to run (repeatable or comma list; default 1000,10000,100000)
   --1m         also run 1,000,000 documents (~2.1 GB of files + ~5.3 GB of databases, ~9 min)
@@ -206,6 +219,8 @@ const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]..
   --no-search  skip the search measurements (raw FTS5 table, search tool, index import cost)
   --no-tools   skip the read (a section of a 5 MB document), outline and links tools
   --no-check   skip timing `orchestra check`
+  --no-writes  skip the edit tool's figures (edits beside raw writes, edits/s, a second server's
+               notification, the writer's memory)
   --postgres   measure the PostgreSQL store at the largest size, on the server the PG* variables
                name (run through `pg_virtualenv -t -v 15`): cold import beside a raw binary COPY,
                pages of 500 beside SQLite's, reads, notification to two servers, two HTTP servers
@@ -235,6 +250,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         postgres: false,
         tools: true,
         check: true,
+        writes: true,
     };
     let mut million = false;
     let mut it = args.iter();
@@ -273,6 +289,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
             "--no-search" => opts.search = false,
             "--no-tools" => opts.tools = false,
             "--no-check" => opts.check = false,
+            "--no-writes" => opts.writes = false,
             "--history" => opts.history = true,
             "--postgres" => opts.postgres = true,
             "-h" | "--help" => return Err(String::new()),
@@ -552,6 +569,14 @@ fn bench_size(
         None
     };
     let db_bytes = fs::metadata(&db)?.len();
+    // After everything, the database's size included: the edits change
+    // files and database together.
+    let writes = if opts.writes {
+        step(n, "orchestra serve --project: edits");
+        Some(writes::measure(bin, &backlog, &db, n, opts.seed)?)
+    } else {
+        None
+    };
 
     let mut rows = imports.rows(&raw, raw_search.as_ref().map(|r| r.build_s), n);
     rows.extend(serve.rows(&raw_reads, n));
@@ -574,6 +599,9 @@ fn bench_size(
     }
     if let Some(postgres) = &postgres {
         rows.extend(postgres.rows(n));
+    }
+    if let Some(writes) = &writes {
+        rows.extend(writes.rows(n));
     }
 
     let details = json!({
@@ -609,6 +637,7 @@ fn bench_size(
         "links_import_cost": links_cost.as_ref().map(links_import::LinksCost::to_json),
         "tools": tools.as_ref().map(tools::ToolFigures::to_json),
         "check": check.as_ref().map(check::CheckFigures::to_json),
+        "writes": writes.as_ref().map(writes::WriteFigures::to_json),
     });
     Ok((
         SizeResult {

@@ -48,6 +48,12 @@ impl Server {
         if let Some(size) = page_size {
             cmd.arg("--page-size").arg(size.to_string());
         }
+        Server::start_command(cmd)
+    }
+
+    /// `cmd` (an `orchestra serve` with any arguments) spawned, and the
+    /// handshake done: `initialize`, then `notifications/initialized`.
+    pub fn start_command(cmd: Command) -> Res<Server> {
         let mut server = Server::spawn(cmd)?;
         let init = server.request_line(
             "initialize",

@@ -2,7 +2,7 @@
 
 pub fn fmt_value(v: f64, unit: &str) -> String {
     match unit {
-        "docs/s" | "reads/s" => format!("{}/s", thousands(v.round() as u64)),
+        "docs/s" | "reads/s" | "edits/s" => format!("{}/s", thousands(v.round() as u64)),
         "s" if v < 0.1 => format!("{:.1} ms", v * 1000.0),
         "s" => format!("{v:.2} s"),
         "µs" if v >= 1000.0 => format!("{:.2} ms", v / 1000.0),
