@@ -1,4 +1,4 @@
-//! A Markdown document's outline: its headings (ATX and setext, outside the frontmatter and code, as CommonMark finds them) with their lines, and the section each one heads: up to the next heading of the same or a higher level.
+//! A Markdown document's outline: its headings (ATX and setext, outside the frontmatter and code, as CommonMark finds them) with their lines, and the section each one heads: up to the next heading of the same or a higher level; and the outline import stores for a large document (`Stored`, in a compact binary form), so that the tools neither load nor parse its whole text.
 
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 
@@ -77,6 +77,145 @@ pub fn headings(text: &str, lines: &Lines) -> Vec<Heading> {
         }
     }
     headings
+}
+
+/// The least size of a document whose outline import stores
+/// ([`Stored`]): below it, `outline` and `read` by section parse the text
+/// at each call, which costs less than a millisecond, and a cold import of
+/// many small documents parses nothing more.
+pub const OUTLINE_MIN_BYTES: usize = 256 * 1024;
+
+/// What the tools need of a document's outline, computed once at import
+/// and stored beside a large document: its headings, its lines, its
+/// frontmatter keys and its size.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Stored {
+    pub size: usize,
+    pub total_lines: usize,
+    pub frontmatter_keys: Option<Vec<String>>,
+    pub headings: Vec<Heading>,
+}
+
+/// The outline to store of `text`, when it is at least
+/// [`OUTLINE_MIN_BYTES`] large.
+pub fn to_store(text: &str) -> Option<Stored> {
+    (text.len() >= OUTLINE_MIN_BYTES).then(|| of(text))
+}
+
+/// The outline of `text`.
+pub fn of(text: &str) -> Stored {
+    let lines = Lines::of(text);
+    Stored {
+        size: text.len(),
+        total_lines: lines.count(),
+        frontmatter_keys: crate::frontmatter::keys(text),
+        headings: headings(text, &lines),
+    }
+}
+
+/// The format of [`Stored::encode`]: its first byte.
+const FORMAT: u8 = 1;
+
+impl Stored {
+    /// Its bytes as stored: a format byte, then numbers as LEB128 varints
+    /// and strings as a length and their UTF-8 bytes (the size, the line
+    /// count, the keys, then each heading's level, lines, bytes and text).
+    pub fn encode(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(16 + self.headings.len() * 32);
+        out.push(FORMAT);
+        put(&mut out, self.size as u64);
+        put(&mut out, self.total_lines as u64);
+        match &self.frontmatter_keys {
+            None => put(&mut out, 0),
+            Some(keys) => {
+                put(&mut out, keys.len() as u64 + 1);
+                for key in keys {
+                    put_str(&mut out, key);
+                }
+            }
+        }
+        put(&mut out, self.headings.len() as u64);
+        for h in &self.headings {
+            out.push(h.level);
+            put(&mut out, h.line as u64);
+            put(&mut out, h.end_line as u64);
+            put(&mut out, h.start as u64);
+            put(&mut out, h.end as u64);
+            put_str(&mut out, &h.text);
+        }
+        out
+    }
+
+    /// The outline `bytes` hold; `None` for bytes not of [`Stored::encode`].
+    pub fn decode(bytes: &[u8]) -> Option<Stored> {
+        let (&format, mut rest) = bytes.split_first()?;
+        if format != FORMAT {
+            return None;
+        }
+        let bytes = &mut rest;
+        let size = get(bytes)? as usize;
+        let total_lines = get(bytes)? as usize;
+        let frontmatter_keys = match get(bytes)? {
+            0 => None,
+            n => Some((1..n).map(|_| get_str(bytes)).collect::<Option<Vec<_>>>()?),
+        };
+        let count = get(bytes)? as usize;
+        let mut headings = Vec::with_capacity(count.min(bytes.len()));
+        for _ in 0..count {
+            let (&level, rest) = bytes.split_first()?;
+            *bytes = rest;
+            headings.push(Heading {
+                level,
+                line: get(bytes)? as usize,
+                end_line: get(bytes)? as usize,
+                start: get(bytes)? as usize,
+                end: get(bytes)? as usize,
+                text: get_str(bytes)?,
+            });
+        }
+        bytes.is_empty().then_some(Stored {
+            size,
+            total_lines,
+            frontmatter_keys,
+            headings,
+        })
+    }
+}
+
+fn put(out: &mut Vec<u8>, mut n: u64) {
+    while n >= 0x80 {
+        out.push(n as u8 | 0x80);
+        n >>= 7;
+    }
+    out.push(n as u8);
+}
+
+fn put_str(out: &mut Vec<u8>, s: &str) {
+    put(out, s.len() as u64);
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn get(bytes: &mut &[u8]) -> Option<u64> {
+    let mut n = 0u64;
+    for shift in (0..64).step_by(7) {
+        let (&b, rest) = bytes.split_first()?;
+        *bytes = rest;
+        n |= u64::from(b & 0x7f) << shift;
+        if b < 0x80 {
+            return Some(n);
+        }
+    }
+    None
+}
+
+fn get_str(bytes: &mut &[u8]) -> Option<String> {
+    let len = get(bytes)? as usize;
+    if len > bytes.len() {
+        return None;
+    }
+    let (s, rest) = bytes.split_at(len);
+    *bytes = rest;
+    String::from_utf8(s.to_vec()).ok()
 }
 
 /// The path of heading `index`: its ancestors' texts and its own, joined
@@ -244,6 +383,26 @@ mod tests {
             &text[sections[1].start..sections[1].end],
             "## A `code`\ntext\n```\n# in code\n```\n### A.1\n"
         );
+    }
+
+    #[test]
+    fn a_stored_outline_reads_back_the_same() {
+        for text in [
+            "---\ntags: [a]\nowner: x\n---\n# Title\nintro\n## A `code`\ntext\n```\n# in code\n```\nSetext é\n------\n",
+            "\u{feff}# After a BOM\r\nbody\r\n",
+            "---\n---\n# Empty frontmatter\n",
+            "no headings",
+            "",
+        ] {
+            let stored = of(text);
+            assert_eq!(Stored::decode(&stored.encode()), Some(stored), "{text:?}");
+        }
+        let big = "# x\n".repeat(100_000);
+        let stored = of(&big);
+        assert_eq!(Stored::decode(&stored.encode()).as_ref(), Some(&stored));
+        assert_eq!(Stored::decode(&stored.encode()[..100]), None);
+        assert_eq!(Stored::decode(b""), None);
+        assert_eq!(to_store("# small\n"), None);
     }
 
     #[test]

@@ -280,6 +280,18 @@ impl Reader {
         either!(self, reader => reader.versions_of(keys))
     }
 
+    /// The outline import stored for `key` (a large UTF-8 document's):
+    /// `None` for a document without one.
+    pub fn outline(&self, key: &DocKey) -> Result<Option<crate::parts::outline::Stored>> {
+        either!(self, reader => reader.outline(key))
+    }
+
+    /// The bytes `start..start + len` of the body of `key` (fewer past its
+    /// end), without loading the rest; `None` when it is not stored.
+    pub fn body_range(&self, key: &DocKey, start: u64, len: u64) -> Result<Option<Vec<u8>>> {
+        either!(self, reader => reader.body_range(key, start, len))
+    }
+
     /// Up to `limit` links of `key` after its link `after`, in the order
     /// they are written.
     pub fn links_out(

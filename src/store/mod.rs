@@ -114,6 +114,10 @@ pub struct NewDocument {
     /// The links of its Markdown (`links::extract`), found on import's
     /// reader threads; none for a binary document.
     links: Vec<crate::links::Link>,
+    /// Its outline, encoded (`parts::outline::Stored`), for a UTF-8
+    /// document of at least `OUTLINE_MIN_BYTES`, found on import's reader
+    /// threads too; none for a smaller one, whose outline the tools compute.
+    outline: Option<Vec<u8>>,
 }
 
 impl NewDocument {
@@ -126,12 +130,16 @@ impl NewDocument {
         frontmatter: Option<String>,
         body: Vec<u8>,
     ) -> NewDocument {
-        let links = match std::str::from_utf8(&body) {
-            Ok(text) if is_text => crate::links::extract(&key, text),
-            _ => Vec::new(),
+        let (links, outline) = match std::str::from_utf8(&body) {
+            Ok(text) if is_text => (
+                crate::links::extract(&key, text),
+                crate::parts::outline::to_store(text).map(|o| o.encode()),
+            ),
+            _ => (Vec::new(), None),
         };
         NewDocument {
             links,
+            outline,
             body_start: sqlite::body_start(&body),
             field_terms: sqlite::field_terms(frontmatter.as_deref()),
             pg_vector: None,

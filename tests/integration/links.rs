@@ -316,16 +316,22 @@ fn a_database_from_before_links_gets_them_on_the_next_import() {
     p.file("notes/a.md", "# A\n\nSee [b](b.md) and FEAT-001.\n");
     p.file("notes/b.md", "# B\n");
     p.file("features/FEAT-001.md", "# F\n");
+    // Large enough for a stored outline (migration 0019).
+    p.file(
+        "docs/large.md",
+        format!("# Large\n\n{}\n## End\n", "words. ".repeat(40_000)),
+    );
     p.import(&[]).assert_success();
     // The database as orchestra left it before links: schema 15, without
-    // the tables of 0016 to 0018.
+    // the tables of 0016 to 0019.
     let before = 15;
     let set_version = match on_postgres() {
         true => format!("UPDATE orchestra_schema SET version = {before}"),
         false => format!("PRAGMA user_version = {before}"),
     };
     Db::writable(&p.db()).batch(&format!(
-        "DROP TABLE links; DROP TABLE names; DROP TABLE skipped; DROP TABLE moves; {set_version}"
+        "DROP TABLE links; DROP TABLE names; DROP TABLE skipped; DROP TABLE moves; DROP TABLE outlines; \
+         {set_version}"
     ));
     let out = run(&p, &["links", "notes/a"]);
     assert_eq!(
@@ -338,7 +344,7 @@ fn a_database_from_before_links_gets_them_on_the_next_import() {
     if !on_postgres() {
         assert!(
             out.stderr.contains(&format!(
-                "upgrading the database from schema {before} to {} (3 documents)",
+                "upgrading the database from schema {before} to {} (4 documents)",
                 crate::cli::migrations()
             )),
             "{out:?}"
@@ -352,4 +358,26 @@ fn a_database_from_before_links_gets_them_on_the_next_import() {
         links,
         ["orchestra://notes/b", "orchestra://features/FEAT-001"]
     );
+    // The large document's outline, and only its.
+    let mut db = Db::open(&p.db());
+    assert_eq!(db.int("SELECT count(*) FROM outlines", &[]), 1);
+    assert_eq!(
+        db.int("SELECT count(*) FROM outlines WHERE id = 'large'", &[]),
+        1
+    );
+    drop(db);
+    // Made small, it has none; large again, one; removed, none.
+    let count = || Db::open(&p.db()).int("SELECT count(*) FROM outlines", &[]);
+    p.file("docs/large.md", "# Small now\n");
+    p.import(&[]).assert_success();
+    assert_eq!(count(), 0);
+    p.file(
+        "docs/large.md",
+        format!("# Large\n\n{}\n", "again. ".repeat(40_000)),
+    );
+    p.import(&[]).assert_success();
+    assert_eq!(count(), 1);
+    p.remove("docs/large.md");
+    p.import(&[]).assert_success();
+    assert_eq!(count(), 0);
 }

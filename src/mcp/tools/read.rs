@@ -1,5 +1,13 @@
 //! The tools that read, for clients whose models call tools but cannot read resources: `read` (a document or a version, whole or in parts: by lines, by section, under a cap of characters), `outline` (its headings and sections) and `list` (documents in key order, paged).
 //!
+//! A large document's outline is stored at import (`parts::outline::Stored`,
+//! `Reader::outline`): `outline` answers from it, and `read` of a section
+//! looks the heading up there and reads only the section's bytes
+//! (`Reader::body_range`), its lines numbered from the heading's line, with
+//! the same answers as from the whole text (a test compares them, section by
+//! section and part by part). Every other read (a small document, lines by
+//! offset, a past version) loads and parses the whole text.
+//!
 //! A `read` result's first text block is the document's text and nothing
 //! else, so that the parts of a document concatenate to its exact text;
 //! when more remains, a second block says where to go on, and so does
@@ -344,13 +352,131 @@ pub fn read(
         Ok(args) => args,
         Err(message) => return Ok(failed(message)),
     };
+    if let Some(result) = read_stored(ctx, protocol, &args)? {
+        return Ok(result);
+    }
+    read_whole(ctx, protocol, &args)
+}
+
+/// A `read` from the whole text: every read but a section of a document
+/// with a stored outline.
+fn read_whole(
+    ctx: &Context,
+    protocol: &str,
+    args: &ReadArguments,
+) -> anyhow::Result<CallToolResult> {
     let doc = match text_of(ctx, args.uri)? {
         Ok(doc) => doc,
         Err(message) => return Ok(failed(message)),
     };
-    Ok(match part(&doc, &args) {
+    Ok(match part(&doc, args) {
         Ok(answer) => answer.into_result(protocol),
         Err(message) => failed(message),
+    })
+}
+
+/// A `read` of a section of a document whose outline import stored: the
+/// section found in the stored headings, and only its bytes read. `None`
+/// for every other read (today's whole text answers it): no section, a past
+/// version, no stored outline (a small document, or a missing one), one
+/// too large to read.
+fn read_stored(
+    ctx: &Context,
+    protocol: &str,
+    args: &ReadArguments,
+) -> anyhow::Result<Option<CallToolResult>> {
+    let Some(wanted) = args.section else {
+        return Ok(None);
+    };
+    let found = with_outline(ctx, args.uri, |reader, key, doc| {
+        let headings = &doc.outline.headings;
+        let heading = match outline::find(headings, wanted) {
+            Ok(heading) => heading,
+            Err(e) => return Ok(Some(Err(e.to_string()))),
+        };
+        let index = headings.iter().position(|h| h == heading).unwrap_or(0);
+        let len = heading.end.saturating_sub(heading.start);
+        let Some(bytes) = reader.body_range(key, heading.start as u64, len as u64)? else {
+            return Ok(None);
+        };
+        // A section begins and ends at a line's start: its bytes are UTF-8.
+        let Ok(text) = String::from_utf8(bytes) else {
+            return Ok(None);
+        };
+        if text.len() != len {
+            return Ok(None);
+        }
+        let section = Section {
+            first: heading.line,
+            last: heading.end_line,
+            path: outline::path(headings, index),
+        };
+        let text = Text {
+            uri: doc.uri,
+            version: doc.version,
+            hash: doc.hash,
+            text,
+        };
+        Ok(Some(Ok((text, section, doc.outline.total_lines))))
+    })?;
+    Ok(match found.flatten() {
+        None => None,
+        Some(Err(message)) => Some(failed(message)),
+        Some(Ok((text, section, total))) => {
+            let lines = Lines::of(&text.text);
+            let shift = section.first - 1;
+            Some(
+                match part_of(&text, &lines, shift, total, Some(section), args) {
+                    Ok(answer) => answer.into_result(protocol),
+                    Err(message) => failed(message),
+                },
+            )
+        }
+    })
+}
+
+/// A current document's stored outline, with what names its version.
+struct Outlined {
+    uri: String,
+    version: Option<u32>,
+    hash: Option<String>,
+    outline: outline::Stored,
+}
+
+/// `then` over the stored outline of the document `uri_text` names, in one
+/// read transaction; `None` when there is none to use (a past version, a
+/// small, binary or missing document, one larger than a read loads).
+fn with_outline<T>(
+    ctx: &Context,
+    uri_text: &str,
+    then: impl FnOnce(&Reader, &DocKey, Outlined) -> anyhow::Result<T>,
+) -> anyhow::Result<Option<T>> {
+    let Ok(named) = uri::parse_versioned(uri_text) else {
+        return Ok(None);
+    };
+    if named.version.is_some() {
+        return Ok(None);
+    }
+    let Some(store) = ctx.store() else {
+        return Ok(None);
+    };
+    let reader = store.reader()?;
+    reader.in_transaction(|| {
+        let Some(stored) = reader.outline(&named.key)? else {
+            return Ok(None);
+        };
+        if stored.size as u64 > MAX_READ_BYTES {
+            return Ok(None);
+        }
+        let meta = reader.meta(&named.key)?;
+        let newest = reader.history(&named.key, None, 1)?;
+        let doc = Outlined {
+            uri: uri::format(&named.key),
+            version: newest.first().filter(|v| v.current).map(|v| v.number),
+            hash: meta.map(|m| hex(&m.hash)),
+            outline: stored,
+        };
+        then(&reader, &named.key, doc).map(Some)
     })
 }
 
@@ -368,20 +494,45 @@ struct Part<'a> {
     max_chars: usize,
 }
 
+/// The lines of a section: its first and last, and its heading's path.
+struct Section {
+    first: usize,
+    last: usize,
+    path: String,
+}
+
 fn part<'a>(doc: &'a Text, args: &ReadArguments) -> Result<Part<'a>, String> {
     let lines = Lines::of(&doc.text);
     let total = lines.count();
-    let (first, last, section) = match args.section {
+    let section = match args.section {
         Some(wanted) => {
             let headings = outline::headings(&doc.text, &lines);
             let heading = outline::find(&headings, wanted).map_err(|e| e.to_string())?;
             let index = headings.iter().position(|h| h == heading).unwrap_or(0);
-            (
-                heading.line,
-                heading.end_line,
-                Some(outline::path(&headings, index)),
-            )
+            Some(Section {
+                first: heading.line,
+                last: heading.end_line,
+                path: outline::path(&headings, index),
+            })
         }
+        None => None,
+    };
+    part_of(doc, &lines, 0, total, section, args)
+}
+
+/// The part `args` ask for of `doc`, whose text holds the document's lines
+/// from line `shift + 1` (all of them, or a section's: `lines` numbers them
+/// from 1), of `total` lines in all.
+fn part_of<'a>(
+    doc: &'a Text,
+    lines: &Lines,
+    shift: usize,
+    total: usize,
+    section: Option<Section>,
+    args: &ReadArguments,
+) -> Result<Part<'a>, String> {
+    let (first, last, section) = match section {
+        Some(Section { first, last, path }) => (first, last, Some(path)),
         None => (1, total, None),
     };
     let from = args.offset.unwrap_or(first);
@@ -424,13 +575,18 @@ fn part<'a>(doc: &'a Text, args: &ReadArguments) -> Result<Part<'a>, String> {
     };
     let range = Range {
         from: Position {
-            line: from,
+            line: from - shift,
             column: args.column,
         },
-        to,
+        to: to - shift,
         max_chars: args.max_chars,
     };
-    let window = parts::window(&doc.text, &lines, range);
+    let mut window = parts::window(&doc.text, lines, range);
+    window.from.line += shift;
+    window.to += shift;
+    if let Some(next) = &mut window.next {
+        next.line += shift;
+    }
     let next = window.next.or_else(|| {
         (section.is_none() && window.to < total).then_some(Position {
             line: window.to + 1,
@@ -531,18 +687,44 @@ pub fn outline(
             Ok(uri) => uri,
             Err(message) => return Ok(failed(message)),
         };
+    if let Some(doc) = with_outline(ctx, uri_text, |_, _, doc| Ok(doc))? {
+        return Ok(outline_result(protocol, doc));
+    }
+    outline_whole(ctx, protocol, uri_text)
+}
+
+/// An `outline` from the whole text: of every document without a stored
+/// outline, and of a past version.
+fn outline_whole(ctx: &Context, protocol: &str, uri_text: &str) -> anyhow::Result<CallToolResult> {
     let doc = match text_of(ctx, uri_text)? {
         Ok(doc) => doc,
         Err(message) => return Ok(failed(message)),
     };
-    let lines = Lines::of(&doc.text);
-    let headings = outline::headings(&doc.text, &lines);
-    let keys = crate::frontmatter::keys(&doc.text);
+    let outline = outline::of(&doc.text);
+    Ok(outline_result(
+        protocol,
+        Outlined {
+            uri: doc.uri,
+            version: doc.version,
+            hash: doc.hash,
+            outline,
+        },
+    ))
+}
+
+/// The result of `outline`, from a document's outline however found.
+fn outline_result(protocol: &str, doc: Outlined) -> CallToolResult {
+    let outline::Stored {
+        size,
+        total_lines,
+        frontmatter_keys: keys,
+        headings,
+    } = &doc.outline;
     let mut text = format!(
         "{}: {} lines, {} bytes, {} headings",
         doc.uri,
-        lines.count(),
-        doc.text.len(),
+        total_lines,
+        size,
         headings.len()
     );
     match &keys {
@@ -570,7 +752,7 @@ pub fn outline(
         shown.push(json!({
             "level": heading.level,
             "text": heading.text,
-            "path": outline::path(&headings, i),
+            "path": outline::path(headings, i),
             "line": heading.line,
             "endLine": heading.end_line,
             "lines": heading.end_line + 1 - heading.line,
@@ -579,8 +761,8 @@ pub fn outline(
     }
     let mut structured = json!({
         "uri": doc.uri,
-        "size": doc.text.len(),
-        "totalLines": lines.count(),
+        "size": size,
+        "totalLines": total_lines,
         "frontmatterKeys": keys,
         "headings": shown,
         "truncated": truncated,
@@ -591,7 +773,7 @@ pub fn outline(
     if let Some(hash) = &doc.hash {
         structured["hash"] = Value::from(hash.clone());
     }
-    Ok(super::result(protocol, text, Vec::new(), structured))
+    super::result(protocol, text, Vec::new(), structured)
 }
 
 fn heading_line(heading: &Heading) -> String {
@@ -775,5 +957,137 @@ mod tests {
                 .unwrap_err()
                 .contains("no such heading")
         );
+    }
+
+    /// A large document of every kind of heading: levels 1 to 6, setext,
+    /// `#` lines in code, CRLF lines, a BOM and frontmatter, multibyte
+    /// text, sections longer than a cap and a line longer than one, and
+    /// two headings of the same text.
+    fn large_document() -> String {
+        let mut text = "\u{feff}---\r\ntitle: Large\r\ntags: [a, b]\r\n---\r\n".to_string();
+        let para = |n: usize| "Wörter und Zeichen: é, ß, 漢字, 🎼. ".repeat(n) + "\n\n";
+        for chapter in 0..6 {
+            text.push_str(&format!("# Chapter {chapter}\n\n{}", para(40)));
+            for level in 2..=6 {
+                text.push_str(&format!(
+                    "{} Part {chapter}.{level} `code`\r\n\r\n{}",
+                    "#".repeat(level),
+                    para(10 + level * 20)
+                ));
+                text.push_str("```\n# not a heading\n## nor this\n```\n\n");
+            }
+            text.push_str(&format!("Setext {chapter}\n=========\n\n{}", para(300)));
+            text.push_str(&format!(
+                "Setext two {chapter}\n---\n{}\n\n",
+                "ü".repeat(45_000)
+            ));
+            text.push_str(&format!("## Same\n{}", para(5)));
+        }
+        text.push_str("# Last\r\nno final newline");
+        text
+    }
+
+    #[test]
+    fn a_stored_outline_answers_as_the_whole_text_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = crate::store::Store::open_or_create(&dir.path().join("o.db")).unwrap();
+        let text = large_document();
+        assert!(text.len() >= outline::OUTLINE_MIN_BYTES, "{}", text.len());
+        let key = DocKey::new(crate::doc::Prefix::Docs, "large");
+        let small = DocKey::new(crate::doc::Prefix::Docs, "small");
+        let tx = store.begin_import("/project", false).unwrap();
+        for (key, body) in [
+            (&key, text.as_bytes()),
+            (&small, b"# Small\nx\n".as_slice()),
+        ] {
+            tx.put(&crate::store::NewDocument::new(
+                key.clone(),
+                crate::store::FileStat {
+                    size: body.len() as u64,
+                    mtime_ns: 1,
+                    hash: *blake3::hash(body).as_bytes(),
+                },
+                true,
+                "Large".into(),
+                None,
+                None,
+                body.to_vec(),
+            ))
+            .unwrap();
+        }
+        tx.commit(true).unwrap();
+        let config = crate::mcp::Config {
+            page_size: 10,
+            writer: None,
+            writes_later: false,
+        };
+        let ctx = Context::new(crate::mcp::StoreSlot::new(Some(store)), &config);
+        let uri = uri::format(&key);
+        let protocol = "2025-06-18";
+        let value = |result: CallToolResult| serde_json::to_value(result).unwrap();
+
+        // The outline.
+        let stored = with_outline(&ctx, &uri, |_, _, doc| Ok(doc))
+            .unwrap()
+            .unwrap();
+        assert_eq!(stored.outline, outline::of(&text));
+        assert!(stored.version.is_some() && stored.hash.is_some());
+        assert_eq!(
+            value(outline_result(protocol, stored)),
+            value(outline_whole(&ctx, protocol, &uri).unwrap())
+        );
+        // No stored outline: a small document, a past version, a missing one.
+        for other in [
+            uri::format(&small),
+            uri::format_versioned(&key, 1),
+            "orchestra://docs/missing".to_string(),
+        ] {
+            assert!(
+                with_outline(&ctx, &other, |_, _, _| Ok(()))
+                    .unwrap()
+                    .is_none()
+            );
+        }
+
+        // Every section, part after part, and sections that are not one.
+        let headings = outline::of(&text).headings;
+        let mut wanted: Vec<String> = (0..headings.len())
+            .map(|i| outline::path(&headings, i))
+            .collect();
+        wanted.extend(["Same", "chapter 2", "Nope", "Chapter 1 > Nope"].map(String::from));
+        let mut parts = 0;
+        for section in &wanted {
+            for (max_chars, limit) in [(40_000, None), (1_000, None), (1_000, Some(3))] {
+                let mut call = json!({"uri": uri, "section": section, "maxChars": max_chars});
+                if let Some(limit) = limit {
+                    call["limit"] = json!(limit);
+                }
+                loop {
+                    let arguments = object(call.clone());
+                    let args = ReadArguments::parse(&arguments).unwrap();
+                    let fast = read_stored(&ctx, protocol, &args).unwrap().unwrap();
+                    let fast = value(fast);
+                    assert_eq!(
+                        fast,
+                        value(read_whole(&ctx, protocol, &args).unwrap()),
+                        "{call}"
+                    );
+                    parts += 1;
+                    let structured = &fast["structuredContent"];
+                    if !structured["truncated"].as_bool().unwrap_or(false) {
+                        break;
+                    }
+                    call["offset"] = structured["nextOffset"].clone();
+                    call["column"] = structured.get("nextColumn").cloned().unwrap_or(json!(0));
+                }
+            }
+        }
+        assert!(parts > 3 * wanted.len(), "{parts}");
+        // An offset outside the section, by the stored path too.
+        let arguments = object(json!({"uri": uri, "section": "Last", "offset": 1}));
+        let args = ReadArguments::parse(&arguments).unwrap();
+        let fast = value(read_stored(&ctx, protocol, &args).unwrap().unwrap());
+        assert_eq!(fast, value(read_whole(&ctx, protocol, &args).unwrap()));
+        assert!(fast.to_string().contains("outside the section"), "{fast}");
     }
 }

@@ -1,4 +1,4 @@
-//! The one write transaction of an import on PostgreSQL: documents, their versions, their search vector and `where` terms, and the feed rows, committed together, then announced to every server (NOTIFY).
+//! The one write transaction of an import on PostgreSQL: documents, their versions, their search vector and `where` terms, their links and (a large document's) outline, and the feed rows, committed together, then announced to every server (NOTIFY).
 //!
 //! The same rules as the SQLite `ImportTx`, method for method: a document
 //! whose bytes changed gets a new version and its old bytes are kept once
@@ -305,6 +305,7 @@ impl PgImportTx {
             let mut client = self.client();
             let client: &mut postgres::Client = &mut client;
             super::links::put(client, key, &doc.links, old.is_some())?;
+            super::outlines::put(client, key, doc.outline.as_deref(), old.is_some())?;
         }
         Ok(())
     }
@@ -344,6 +345,7 @@ impl PgImportTx {
         let mut client = self.client();
         let client: &mut postgres::Client = &mut client;
         super::links::remove(client, key)?;
+        super::outlines::remove(client, key)?;
         Ok(())
     }
 

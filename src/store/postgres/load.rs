@@ -1,4 +1,4 @@
-//! A load into an empty PostgreSQL database: the documents, with the search vectors import made, go in batches through binary COPY into `documents` (and, into a database without history, into `versions` as version 1), sent by a thread of their own while import reads on.
+//! A load into an empty PostgreSQL database: the documents, with the search vectors import made, go in batches through binary COPY into `documents` (and, into a database without history, into `versions` as version 1; their links and the outlines of large ones beside), sent by a thread of their own while import reads on.
 //!
 //! Row by row, a document costs several round trips (about 2.5 ms each on
 //! loopback with TLS: 25 s for 10k documents); a batch costs one COPY. The
@@ -59,6 +59,7 @@ struct Row {
     search: TsVector,
     fields: Vec<String>,
     links: Vec<super::links::Row>,
+    outline: Option<Vec<u8>>,
 }
 
 impl Load {
@@ -77,6 +78,7 @@ impl Load {
                     false => Ok(()),
                 }
                 .and_then(|()| copy_links(&mut conn, &batch))
+                .and_then(|()| copy_outlines(&mut conn, &batch))
                 .and_then(|()| copy_documents(&mut conn, batch, seq));
                 if let Err(e) = copied {
                     return (conn, Err(e));
@@ -118,6 +120,7 @@ impl Load {
                 .map(str::to_string)
                 .collect(),
             links: super::links::rows_of(&doc.links),
+            outline: doc.outline.clone(),
         });
         if self.bytes >= BATCH_BYTES {
             self.send()?;
@@ -234,6 +237,15 @@ fn copy_links(client: &mut Client, batch: &[Row]) -> Result<()> {
         .map(|row| (row.prefix, row.id.as_str(), row.links.as_slice()))
         .collect();
     super::links::copy(client, &documents)
+}
+
+/// The outlines of a batch's large documents, by binary COPY.
+fn copy_outlines(client: &mut Client, batch: &[Row]) -> Result<()> {
+    let documents: Vec<(&'static str, &str, &[u8])> = batch
+        .iter()
+        .filter_map(|row| Some((row.prefix, row.id.as_str(), row.outline.as_deref()?)))
+        .collect();
+    super::outlines::copy(client, &documents)
 }
 
 /// One batch of documents into `documents`, by binary COPY.

@@ -19,6 +19,7 @@ mod import_tx;
 mod links;
 mod load;
 mod moves;
+mod outlines;
 mod pool;
 mod reader;
 mod scan;
@@ -123,6 +124,10 @@ const MIGRATIONS: &[Migration] = &[
     Migration {
         sql: include_str!("../../../migrations/postgres/0018_moves.sql"),
         then: None,
+    },
+    Migration {
+        sql: include_str!("../../../migrations/postgres/0019_outlines.sql"),
+        then: Some(outlines::fill_0019),
     },
 ];
 

@@ -1,11 +1,11 @@
-//! The one write transaction of an import: documents, their versions, their search index and frontmatter fields, and the feed rows, committed together.
+//! The one write transaction of an import: documents, their versions, their search index and frontmatter fields, their links and (a large document's) outline, and the feed rows, committed together.
 
 use anyhow::{Context, Result};
 use r2d2::PooledConnection;
 use r2d2_sqlite::SqliteConnectionManager;
 use rusqlite::{OptionalExtension, params};
 
-use super::{FEED_IMPORTS, NewDocument, history, links, search};
+use super::{FEED_IMPORTS, NewDocument, history, links, outlines, search};
 use crate::doc::{ChangeKind, DocKey};
 use crate::store::kind_code;
 
@@ -138,6 +138,10 @@ impl ImportTx {
             None => self.insert(doc, head.as_ref())?,
         };
         links::put(&self.conn, doc, old.is_some())?;
+        // The same bytes have the same outline.
+        if old.as_ref().is_none_or(|old| old.hash != doc.stat.hash) {
+            outlines::put(&self.conn, doc, old.is_some())?;
+        }
         search::index(&self.conn, index, rowid, doc, old.as_ref().zip(when))
     }
 
@@ -173,6 +177,7 @@ impl ImportTx {
         let head = self.record_version(doc, None)?;
         let rowid = self.insert(doc, head.as_ref())?;
         links::put(&self.conn, doc, false)?;
+        outlines::put(&self.conn, doc, false)?;
         search::load(&self.conn, rowid, doc)
     }
 
@@ -220,6 +225,7 @@ impl ImportTx {
         }
         history::record_remove(&self.conn, key, &old, self.seq)?;
         links::remove(&self.conn, key)?;
+        outlines::remove(&self.conn, key)?;
         self.conn
             .prepare_cached("DELETE FROM documents WHERE rowid = ?1")?
             .execute([old.rowid])?;

@@ -25,6 +25,7 @@ mod history;
 mod import_tx;
 mod links;
 mod moves;
+mod outlines;
 mod rank;
 mod scan;
 mod search;
@@ -129,6 +130,10 @@ pub(in crate::store) const MIGRATIONS: &[Migration] = &[
     Migration {
         sql: include_str!("../../../migrations/sqlite/0018_moves.sql"),
         then: None,
+    },
+    Migration {
+        sql: include_str!("../../../migrations/sqlite/0019_outlines.sql"),
+        then: Some(outlines::fill_0019),
     },
 ];
 
