@@ -115,6 +115,49 @@ pub struct WriteFigures {
     /// and after every edit.
     pub rss_before_kb: (u64, u64),
     pub rss_after_kb: (u64, u64),
+    /// The SQL the writer runs three times an edit to find the stored
+    /// version (`ImportTx::current`: the row's hash and
+    /// `max(versions.version)` of its key), in this process on the same
+    /// database after the edits, for the one document (µs); and the row's
+    /// own `version` column read alone.
+    pub current_sql_us: Vec<f64>,
+    pub row_version_us: Vec<f64>,
+    /// Rows of the versions table after the edits.
+    pub version_rows: u64,
+}
+
+/// The p50 samples (µs) of the writer's stored-version query
+/// (`ImportTx::current`'s SQL, as in `src/store/sqlite/import_tx.rs`) and
+/// of the row's `version` column alone, for `path`, and the versions
+/// table's rows.
+fn version_bound(db: &Path, path: &str) -> Res<(Vec<f64>, Vec<f64>, u64)> {
+    let conn = Connection::open_with_flags(db, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)?;
+    let (prefix, id) = path.split_once('/').ok_or("a path without a prefix")?;
+    let mut current = conn.prepare(
+        "SELECT d.hash, d.is_text,
+                (SELECT max(v.version) FROM versions v
+                 WHERE v.prefix = d.prefix AND v.id = d.id)
+         FROM documents d WHERE d.prefix = ?1 AND d.id = ?2",
+    )?;
+    let mut row = conn.prepare("SELECT version FROM documents WHERE prefix = ?1 AND id = ?2")?;
+    let (mut current_us, mut row_us) = (Vec::new(), Vec::new());
+    for k in 0..WARMUP + CHAIN_PART {
+        let started = Instant::now();
+        let version: Option<i64> = current.query_row(params![prefix, id], |r| r.get(2))?;
+        let took = started.elapsed();
+        let started = Instant::now();
+        let own: Option<i64> = row.query_row(params![prefix, id], |r| r.get(0))?;
+        let own_took = started.elapsed();
+        if version.is_none() || own.is_none() {
+            return Err(format!("{path}: no stored version").into());
+        }
+        if k >= WARMUP {
+            current_us.push(micros(took));
+            row_us.push(micros(own_took));
+        }
+    }
+    let rows: i64 = conn.query_row("SELECT count(*) FROM versions", [], |r| r.get(0))?;
+    Ok((current_us, row_us, rows as u64))
 }
 
 /// A document the edits change: its URI, file, current text and version.
@@ -459,6 +502,8 @@ pub fn measure(bin: &Path, backlog: &Backlog, db: &Path, n: usize, seed: u64) ->
     writer.stop()?;
     subscriber.stop()?;
     let commit_us = commit_bound(&backlog.root, one.text.as_bytes(), EDITS)?;
+    let one_path = one.uri.trim_start_matches("orchestra://");
+    let (current_sql_us, row_version_us, version_rows) = version_bound(db, one_path)?;
     Ok(WriteFigures {
         one_doc,
         random_docs,
@@ -467,6 +512,9 @@ pub fn measure(bin: &Path, backlog: &Backlog, db: &Path, n: usize, seed: u64) ->
         commit_us,
         rss_before_kb,
         rss_after_kb,
+        current_sql_us,
+        row_version_us,
+        version_rows,
     })
 }
 
@@ -635,6 +683,22 @@ impl WriteFigures {
             ),
         });
         rows.push(Row {
+            figure: "bound: the writer's stored-version query (`ImportTx::current`: the row and max(versions.version) of its key; run 3 times an edit), p50, in process after the edits (raw: the row's own `version` column)".into(),
+            unit: "µs",
+            raw: Some(percentile_ms(&self.row_version_us, 50.0)),
+            orchestra: Ok(percentile_ms(&self.current_sql_us, 50.0)),
+            ratio: ratio(
+                percentile_ms(&self.row_version_us, 50.0),
+                percentile_ms(&self.current_sql_us, 50.0),
+            ),
+            target: String::new(),
+            meets: None,
+            why: format!(
+                "{} rows in versions, whose key starts with seq: no index on (prefix, id)",
+                crate::units::thousands(self.version_rows)
+            ),
+        });
+        rows.push(Row {
             figure: "bound: SQLite's commit of one document's bytes (scratch database, WAL, synchronous=NORMAL), p50".into(),
             unit: "µs",
             raw: None,
@@ -665,6 +729,9 @@ impl WriteFigures {
             "notify_p50_ms": percentile_ms(&self.notify_ms, 50.0),
             "ping_p50_us": self.ping_p50_us,
             "sqlite_commit_p50_us": percentile_ms(&self.commit_us, 50.0),
+            "current_sql_p50_us": percentile_ms(&self.current_sql_us, 50.0),
+            "row_version_p50_us": percentile_ms(&self.row_version_us, 50.0),
+            "version_rows": self.version_rows,
             "rss_before_kb": {"rss": self.rss_before_kb.0, "hwm": self.rss_before_kb.1},
             "rss_after_kb": {"rss": self.rss_after_kb.0, "hwm": self.rss_after_kb.1},
         })
