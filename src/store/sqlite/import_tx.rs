@@ -65,9 +65,12 @@ impl ImportTx {
         let found = self
             .conn
             .prepare_cached(
+                // The row's own newest version (migration 0014); the scan of
+                // `versions` (keyed by import, not by document) only where
+                // nothing filled it.
                 "SELECT d.hash, d.is_text,
-                        (SELECT max(v.version) FROM versions v
-                         WHERE v.prefix = d.prefix AND v.id = d.id)
+                        coalesce(d.version, (SELECT max(v.version) FROM versions v
+                                             WHERE v.prefix = d.prefix AND v.id = d.id))
                  FROM documents d WHERE d.prefix = ?1 AND d.id = ?2",
             )?
             .query_row(params![key.prefix.as_str(), key.id], |r| {
