@@ -249,6 +249,13 @@ pub(in crate::store) fn successor(s: &str) -> Option<String> {
     None
 }
 
+/// Whether a stored document of `size` bytes may have an outline stored:
+/// only one of `OUTLINE_MIN_BYTES` or more does, so that replacing or
+/// removing a small document costs no statement of outlines.
+pub(in crate::store) fn may_have_outline(size: usize) -> bool {
+    size >= crate::parts::outline::OUTLINE_MIN_BYTES
+}
+
 /// How the feed (`changes.kind`) records a change, on either backend.
 pub(in crate::store) fn kind_code(kind: ChangeKind) -> i64 {
     match kind {

@@ -305,7 +305,10 @@ impl PgImportTx {
             let mut client = self.client();
             let client: &mut postgres::Client = &mut client;
             super::links::put(client, key, &doc.links, old.is_some())?;
-            super::outlines::put(client, key, doc.outline.as_deref(), old.is_some())?;
+            let had_one = old
+                .as_ref()
+                .is_some_and(|old| crate::store::may_have_outline(old.size as usize));
+            super::outlines::put(client, key, doc.outline.as_deref(), had_one)?;
         }
         Ok(())
     }
@@ -345,7 +348,9 @@ impl PgImportTx {
         let mut client = self.client();
         let client: &mut postgres::Client = &mut client;
         super::links::remove(client, key)?;
-        super::outlines::remove(client, key)?;
+        if crate::store::may_have_outline(old.size as usize) {
+            super::outlines::remove(client, key)?;
+        }
         Ok(())
     }
 

@@ -10,14 +10,15 @@ use crate::doc::DocKey;
 use crate::parts::outline::{self, Stored};
 
 /// Writes the outline `encoded` of the document `key`, if it has one (its
-/// stored one replaced when `replaced`).
+/// stored one replaced when `had_one`: the document it replaces may have
+/// one: `store::may_have_outline`).
 pub(super) fn put(
     client: &mut impl GenericClient,
     key: &DocKey,
     encoded: Option<&[u8]>,
-    replaced: bool,
+    had_one: bool,
 ) -> Result<()> {
-    if replaced {
+    if had_one {
         remove(client, key)?;
     }
     if let Some(encoded) = encoded {

@@ -143,7 +143,10 @@ impl ImportTx {
         links::put(&self.conn, doc, old.is_some())?;
         // The same bytes have the same outline.
         if old.as_ref().is_none_or(|old| old.hash != doc.stat.hash) {
-            outlines::put(&self.conn, doc, old.is_some())?;
+            let had_one = old
+                .as_ref()
+                .is_some_and(|old| crate::store::may_have_outline(old.body.len()));
+            outlines::put(&self.conn, doc, had_one)?;
         }
         search::index(&self.conn, index, rowid, doc, old.as_ref().zip(when))
     }
@@ -228,7 +231,9 @@ impl ImportTx {
         }
         history::record_remove(&self.conn, key, &old, self.seq)?;
         links::remove(&self.conn, key)?;
-        outlines::remove(&self.conn, key)?;
+        if crate::store::may_have_outline(old.body.len()) {
+            outlines::remove(&self.conn, key)?;
+        }
         self.conn
             .prepare_cached("DELETE FROM documents WHERE rowid = ?1")?
             .execute([old.rowid])?;

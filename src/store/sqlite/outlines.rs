@@ -11,10 +11,11 @@ use crate::doc::DocKey;
 use crate::parts::outline::{self, Stored};
 use crate::store::NewDocument;
 
-/// Writes the outline of `doc`, if it has one; `replaced` when a stored
-/// document had its key (whose outline, if any, goes).
-pub(super) fn put(conn: &Connection, doc: &NewDocument, replaced: bool) -> Result<()> {
-    if replaced {
+/// Writes the outline of `doc`, if it has one; `had_one` when the stored
+/// document it replaces may have one (`store::may_have_outline`), which
+/// goes.
+pub(super) fn put(conn: &Connection, doc: &NewDocument, had_one: bool) -> Result<()> {
+    if had_one {
         remove(conn, &doc.key)?;
     }
     if let Some(encoded) = &doc.outline {
