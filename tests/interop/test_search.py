@@ -490,7 +490,7 @@ class Run:
 
 async def output_schema(client: Client) -> dict[str, Any]:
     tools = (await client.list_tools()).tools
-    assert [t.name for t in tools] == ["search", "read", "outline", "list", "history", "diff"], f"tools/list: {[t.name for t in tools]}"
+    assert [t.name for t in tools] == ["search", "read", "outline", "list", "links", "history", "diff"], f"tools/list: {[t.name for t in tools]}"
     tool = tools[0]
     schema = tool.input_schema
     assert schema.get("type") == "object", schema

@@ -102,7 +102,7 @@ for (const backend of BACKENDS) {
 
         // tools/call carries Mcp-Name too.
         const { tools } = await client.listTools(undefined, { timeout: TIMEOUT_MS });
-        assert.deepEqual(tools.map((t) => t.name), ['search', 'read', 'outline', 'list', 'history', 'diff']);
+        assert.deepEqual(tools.map((t) => t.name), ['search', 'read', 'outline', 'list', 'links', 'history', 'diff']);
         const found = await client.callTool({ name: 'search', arguments: { query: 'offline', limit: 3 } }, { timeout: TIMEOUT_MS });
         assert.notEqual(found.isError, true);
         assert.ok(found.structuredContent.total >= 3, JSON.stringify(found.structuredContent));

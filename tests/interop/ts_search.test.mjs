@@ -261,7 +261,7 @@ for (const backend of BACKENDS) {
       await client.connect(new StdioClientTransportV1(serverParams(db)), { timeout: REQUEST_TIMEOUT_MS });
       assert.ok(client.getServerCapabilities()?.tools, 'no tools capability in the initialize result');
       const { tools } = await client.listTools(undefined, { timeout: REQUEST_TIMEOUT_MS });
-      assert.deepEqual(tools.map((t) => t.name), ['search', 'read', 'outline', 'list', 'history', 'diff']);
+      assert.deepEqual(tools.map((t) => t.name), ['search', 'read', 'outline', 'list', 'links', 'history', 'diff']);
       assert.ok(tools[0].outputSchema, 'the search tool has no outputSchema');
       // listTools primed the client's outputSchema validation: callTool checks structuredContent.
       const call = (args) => client.callTool({ name: 'search', arguments: args }, undefined, { timeout: REQUEST_TIMEOUT_MS });
@@ -287,7 +287,7 @@ for (const backend of BACKENDS) {
       await client.connect(new StdioClientTransportV2(serverParams(db)), { timeout: REQUEST_TIMEOUT_MS });
       assert.equal(client.getNegotiatedProtocolVersion(), '2026-07-28');
       const { tools } = await client.listTools(undefined, { timeout: REQUEST_TIMEOUT_MS });
-      assert.deepEqual(tools.map((t) => t.name), ['search', 'read', 'outline', 'list', 'history', 'diff']);
+      assert.deepEqual(tools.map((t) => t.name), ['search', 'read', 'outline', 'list', 'links', 'history', 'diff']);
       const call = (args) => client.callTool({ name: 'search', arguments: args }, { timeout: REQUEST_TIMEOUT_MS });
       checkPages(docs, 'quillfeather', await searchAll(call, 'quillfeather'));
     } finally {
