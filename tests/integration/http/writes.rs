@@ -126,3 +126,84 @@ fn hostile_paths_are_refused_over_http() {
     drop(server);
     crate::write::nothing_left_the_project(&p);
 }
+
+/// Two server processes on one project and 20 clients on each, every one
+/// reading a document and appending its own line with the version it read,
+/// in a loop: every accepted edit is in the file once, every refused one
+/// said the document had changed, and nothing else is there.
+#[test]
+fn forty_clients_of_two_servers_lose_no_update() {
+    let p = fixture_project();
+    let dir = p.dir();
+    let token = "c0ncurrent-T0ken";
+    p.outside_file("token", format!("{token}\n"));
+    let token_file = p.root_path("token");
+    let args = [
+        "--project",
+        dir.to_str().unwrap(),
+        "--token-file",
+        token_file.to_str().unwrap(),
+    ];
+    let servers = [HttpServer::start(&p, &args), HttpServer::start(&p, &args)];
+    let bearer = format!("Bearer {token}");
+    const URI: &str = "orchestra://notes/retro-sprint-14";
+    const ROUNDS: usize = 4;
+    let results: Vec<(Vec<String>, usize)> = std::thread::scope(|scope| {
+        let clients: Vec<_> = (0..40)
+            .map(|c| {
+                let (server, bearer) = (&servers[c % 2], &bearer);
+                scope.spawn(move || {
+                    let (mut accepted, mut refused) = (Vec::new(), 0);
+                    for round in 0..ROUNDS {
+                        let read = server
+                            .post(&rpc(
+                                1,
+                                "tools/call",
+                                envelope(json!({"name": "read", "arguments": {"uri": URI}})),
+                            ))
+                            .header("Authorization", bearer)
+                            .send()
+                            .json();
+                        let version = read["result"]["structuredContent"]["version"].clone();
+                        let line = format!("- client {c} round {round}\n");
+                        let answer = server
+                            .post(&rpc(
+                                2,
+                                "tools/call",
+                                envelope(json!({"name": "edit", "arguments": {
+                                "uri": URI, "ifVersion": version, "edits": [{"append": line}]}})),
+                            ))
+                            .header("Authorization", bearer)
+                            .send()
+                            .json();
+                        match answer["result"]["isError"] == true {
+                            true => {
+                                let why = answer["result"]["content"][0]["text"]
+                                    .as_str()
+                                    .unwrap_or_default();
+                                assert!(why.contains("changed since version"), "{answer}");
+                                refused += 1;
+                            }
+                            false => accepted.push(line),
+                        }
+                    }
+                    (accepted, refused)
+                })
+            })
+            .collect();
+        clients.into_iter().map(|c| c.join().unwrap()).collect()
+    });
+    let accepted: Vec<String> = results.iter().flat_map(|(a, _)| a.clone()).collect();
+    let refused: usize = results.iter().map(|(_, r)| r).sum();
+    assert_eq!(accepted.len() + refused, 40 * ROUNDS);
+    assert!(!accepted.is_empty());
+    let text = std::fs::read_to_string(p.path("notes/retro-sprint-14.md")).unwrap();
+    let mut added: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("- client "))
+        .collect();
+    let mut want: Vec<&str> = accepted.iter().map(|l| l.trim_end()).collect();
+    added.sort();
+    want.sort();
+    assert_eq!(added, want, "{refused} refused");
+}
