@@ -131,15 +131,24 @@ pub fn diff(
             }
         }
     }
-    let text = similar::TextDiff::configure()
+    let text = unified(
+        &texts[0],
+        &texts[1],
+        &uri::format_versioned(key, from),
+        &uri::format_versioned(key, to),
+    );
+    Ok(Ok(Diff { from, to, text }))
+}
+
+/// The unified diff from `old` to `new` under the labels given, as `diff
+/// -u` writes it (three lines of context): a version's against another's
+/// here, a write's before and after (`write::edit::diff`).
+pub fn unified(old: &str, new: &str, from_label: &str, to_label: &str) -> String {
+    similar::TextDiff::configure()
         .timeout(DIFF_DEADLINE)
-        .diff_lines(&texts[0], &texts[1])
+        .diff_lines(old, new)
         .unified_diff()
         .context_radius(CONTEXT)
-        .header(
-            &uri::format_versioned(key, from),
-            &uri::format_versioned(key, to),
-        )
-        .to_string();
-    Ok(Ok(Diff { from, to, text }))
+        .header(from_label, to_label)
+        .to_string()
 }

@@ -255,14 +255,15 @@ impl Writer {
     /// The import's transaction, with the stored row of `key` level with
     /// `file`: when they differ, the file is imported and committed first
     /// (an outside edit is a version of its own), and a new transaction
-    /// begun.
-    fn level(&self, key: &DocKey, file: &Path) -> Result<(ImportTx, OnDisk)> {
+    /// begun. Also the stored version of `key` as the transaction sees it.
+    fn level(&self, key: &DocKey, file: &Path) -> Result<(ImportTx, OnDisk, Option<u32>)> {
         for _ in 0..3 {
             let tx = self.store.begin_import(&self.root_text, false)?;
             let disk = OnDisk::read(file)?;
-            let stored = tx.current(key)?.map(|c| c.hash);
+            let current = tx.current(key)?;
+            let stored = current.as_ref().map(|c| c.hash);
             if stored == disk.hash() {
-                return Ok((tx, disk));
+                return Ok((tx, disk, current.map(|c| c.version)));
             }
             match disk.bytes {
                 Some(_) => {
@@ -296,35 +297,18 @@ impl Writer {
             Ok(file) => file,
             Err(refused) => return Ok(Err(refused)),
         };
-        let (tx, disk) = self.level(key, &file)?;
+        let (tx, disk, current) = self.level(key, &file)?;
         let Some(old) = disk.bytes else {
             return Ok(Err(self.missing(key)));
         };
-        Ok(self
-            .check_version(&tx, key, if_version)?
-            .map(|base| Existing {
+        Ok(
+            check_version(key, if_version, current).map(|base| Existing {
                 tx,
                 file,
                 old,
                 base,
-            }))
-    }
-
-    /// Refuses when `if_version` is not the stored version of `key`.
-    fn check_version(
-        &self,
-        tx: &ImportTx,
-        key: &DocKey,
-        if_version: Option<u32>,
-    ) -> Result<Result<Option<u32>, Refused>> {
-        let current = tx.current(key)?.map(|c| c.version);
-        Ok(match (if_version, current) {
-            (Some(wanted), Some(now)) if wanted != now => Err(Refused(format!(
-                "{} changed since version {wanted}: now version {now}; read it again and redo the change on its text",
-                uri::format(key)
-            ))),
-            _ => Ok(current),
-        })
+            }),
+        )
     }
 
     fn too_large(&self, bytes: &[u8]) -> Option<Refused> {
@@ -447,7 +431,7 @@ impl Writer {
             Ok(file) => file,
             Err(refused) => return Ok(Err(refused)),
         };
-        let (tx, disk) = self.level(&key, &file)?;
+        let (tx, disk, _) = self.level(&key, &file)?;
         if disk.bytes.is_some() {
             return Ok(Err(Refused(format!(
                 "{} exists: read it and use edit or write to change it, or create another",
@@ -502,10 +486,12 @@ impl Writer {
             (Ok(from), Ok(to)) => (from, to),
             (Err(refused), _) | (_, Err(refused)) => return Ok(Err(refused)),
         };
-        // Both rows level with their files, in one transaction.
-        let (tx, disk) = self.level(key, &from_file)?;
+        // Both rows level with their files: the source's first (committed
+        // if it was behind), then the target's, whose transaction the move
+        // runs in; the source's bytes are checked again below.
+        let (tx, disk, _) = self.level(key, &from_file)?;
         drop(tx);
-        let (tx, target) = self.level(to, &to_file)?;
+        let (tx, target, _) = self.level(to, &to_file)?;
         let disk_now = OnDisk::read(&from_file)?;
         if disk_now.hash() != disk.hash() {
             return Ok(Err(Refused(format!(
@@ -522,7 +508,8 @@ impl Writer {
                 uri::format(to)
             ))));
         }
-        let base = match self.check_version(&tx, key, if_version)? {
+        let current = tx.current(key)?.map(|c| c.version);
+        let base = match check_version(key, if_version, current) {
             Ok(version) => version,
             Err(refused) => return Ok(Err(refused)),
         };
@@ -656,6 +643,22 @@ impl Writer {
             "no document {}: call search or list for the documents there are, or create it",
             uri::format(key)
         ))
+    }
+}
+
+/// Refuses when `if_version` is not `current`, the stored version of
+/// `key`; else the version the write starts from.
+fn check_version(
+    key: &DocKey,
+    if_version: Option<u32>,
+    current: Option<u32>,
+) -> Result<Option<u32>, Refused> {
+    match (if_version, current) {
+        (Some(wanted), Some(now)) if wanted != now => Err(Refused(format!(
+            "{} changed since version {wanted}: now version {now}; read it again and redo the change on its text",
+            uri::format(key)
+        ))),
+        _ => Ok(current),
     }
 }
 

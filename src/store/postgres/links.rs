@@ -150,6 +150,14 @@ pub(super) fn fill_0016(tx: &mut postgres::Transaction) -> Result<()> {
     Ok(())
 }
 
+/// As SQLite's: the keyset of a page of links after the link `after`.
+fn after_link(after: Option<(&DocKey, u32)>) -> Result<(&str, &str, i32)> {
+    Ok(match after {
+        Some((key, n)) => (key.prefix.as_str(), key.id.as_str(), i32::try_from(n)?),
+        None => ("", "", -1),
+    })
+}
+
 impl PgReader {
     /// As SQLite's `Reader::links_out`.
     pub fn links_out(
@@ -235,10 +243,7 @@ impl PgReader {
         limit: usize,
         mention: bool,
     ) -> Result<Vec<InLink>> {
-        let (after_prefix, after_id, after_n) = match after {
-            Some((key, n)) => (key.prefix.as_str(), key.id.as_str(), i32::try_from(n)?),
-            None => ("", "", -1),
-        };
+        let (after_prefix, after_id, after_n) = after_link(after)?;
         let mut conn = self.conn.borrow_mut();
         let statement = conn.prepared(
             "SELECT prefix, id, n, line, text, context FROM links
@@ -276,10 +281,7 @@ impl PgReader {
         after: Option<(&DocKey, u32)>,
         limit: usize,
     ) -> Result<Vec<BrokenLink>> {
-        let (after_prefix, after_id, after_n) = match after {
-            Some((key, n)) => (key.prefix.as_str(), key.id.as_str(), i32::try_from(n)?),
-            None => ("", "", -1),
-        };
+        let (after_prefix, after_id, after_n) = after_link(after)?;
         let mut conn = self.conn.borrow_mut();
         let statement = conn.prepared(
             "SELECT l.prefix, l.id, l.n, l.line, l.target_prefix, l.target_id, l.text FROM links l

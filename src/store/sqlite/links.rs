@@ -162,6 +162,15 @@ pub(super) fn fill_0016(conn: &Connection) -> Result<()> {
     Ok(())
 }
 
+/// The keyset of a page of links after the link `after` (its source and
+/// place): before every link when `None`.
+fn after_link(after: Option<(&DocKey, u32)>) -> (&str, &str, i64) {
+    match after {
+        Some((key, n)) => (key.prefix.as_str(), key.id.as_str(), i64::from(n)),
+        None => ("", "", -1),
+    }
+}
+
 impl Reader {
     /// Up to `limit` of the links of `key` after its link `after`, in the
     /// order they are written. A mention of a name no document has is no
@@ -247,10 +256,7 @@ impl Reader {
         limit: usize,
         mention: bool,
     ) -> Result<Vec<InLink>> {
-        let (after_prefix, after_id, after_n) = match after {
-            Some((key, n)) => (key.prefix.as_str(), key.id.as_str(), i64::from(n)),
-            None => ("", "", -1),
-        };
+        let (after_prefix, after_id, after_n) = after_link(after);
         let mut stmt = self.conn.prepare_cached(
             "SELECT prefix, id, n, line, text, context FROM links
              WHERE target_prefix = ?1 AND target_id = ?2 AND (prefix, id, n) > (?3, ?4, ?5)
@@ -279,10 +285,7 @@ impl Reader {
         after: Option<(&DocKey, u32)>,
         limit: usize,
     ) -> Result<Vec<BrokenLink>> {
-        let (after_prefix, after_id, after_n) = match after {
-            Some((key, n)) => (key.prefix.as_str(), key.id.as_str(), i64::from(n)),
-            None => ("", "", -1),
-        };
+        let (after_prefix, after_id, after_n) = after_link(after);
         let mut stmt = self.conn.prepare_cached(
             "SELECT l.prefix, l.id, l.n, l.line, l.target_prefix, l.target_id, l.text FROM links l
              WHERE (l.prefix, l.id, l.n) > (?1, ?2, ?3) AND l.target_prefix <> ''
