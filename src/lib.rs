@@ -1,6 +1,7 @@
 //! orchestra: a project's Markdown knowledge, imported into SQLite and served as MCP resources.
 //!
 //! # Layout
+//! - [`access`]: scopes, grants and API keys: who may read, search and write what.
 //! - [`doc`]: document keys and prefixes.
 //! - [`uri`]: key ↔ `orchestra://` URI.
 //! - [`cursor`]: key ↔ opaque listing cursor.
@@ -18,6 +19,7 @@
 //!
 //! ARCHITECTURE.md at the repository root has the code map and invariants.
 
+pub mod access;
 pub mod cursor;
 pub mod doc;
 pub mod frontmatter;
