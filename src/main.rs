@@ -74,6 +74,9 @@ enum Command {
     /// what was removed. A version goes only when every rule given lets it
     /// go. Exit 0, or 2 on an error.
     Prune(PruneArgs),
+    /// Scoped API keys for `serve --http`: create one (printed once), list
+    /// them, revoke one. Exit 0, 1 when `list` finds none, 2 on an error.
+    Token(cli::token::TokenArgs),
     /// Print the completion script of a shell to stdout.
     Completions(cli::manual::CompletionsArgs),
     /// Print the manual page of every command (roff) to stdout.
@@ -176,6 +179,7 @@ fn main() -> ExitCode {
         Command::Prune(args) => return cli::exit_status(run_prune(&args).map(|()| true)),
         Command::Links(args) => return cli::exit_status(cli::links::run(&args)),
         Command::Check(args) => return cli::exit_status(cli::check::run(&args)),
+        Command::Token(args) => return cli::exit_status(cli::token::run(&args)),
         Command::Log(args) => {
             return cli::exit_status(cli::log::run(&args, db_given(&matches, "log")));
         }

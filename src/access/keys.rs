@@ -8,6 +8,10 @@ use std::time::Duration;
 
 use base64::Engine;
 
+/// How long a server trusts what it read of a key: the longest a revoked
+/// key may still be let in, on every server of the database.
+pub const CACHE: Duration = Duration::from_secs(2);
+
 /// What every key starts with.
 pub const KEY_PREFIX: &str = "orc_";
 

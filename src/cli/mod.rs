@@ -1,4 +1,4 @@
-//! The read-only commands for people at a terminal (`search`, `ls`, `show`, `stats`, `log`, `diff`, `links`, `check`) and what they share: the `--db` flag, opening the store read-only, naming a document, and the exit status; `manual`, the shell's completions and the man page.
+//! The commands for people at a terminal: the read-only ones (`search`, `ls`, `show`, `stats`, `log`, `diff`, `links`, `check`), `token` (API keys), and what they share: the `--db` flag, opening the store read-only, naming a document, and the exit status; `manual`, the shell's completions and the man page.
 
 pub mod check;
 pub mod diff;
@@ -10,6 +10,7 @@ pub mod out;
 pub mod search;
 pub mod show;
 pub mod stats;
+pub mod token;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -7,8 +7,8 @@ use anyhow::Result;
 use super::postgres::{PgChangeWatcher, PgImportTx, PgReader, PgStore, PgTarget};
 use super::sqlite;
 use super::{
-    BrokenLink, ChangeBatch, CheckRow, Current, DocMeta, DocSummary, Fetched, HistoryStats, InLink,
-    NewDocument, OutLink, PruneReport, PruneRules, SearchPage, SkippedFile, StoreStats,
+    ApiKey, BrokenLink, ChangeBatch, CheckRow, Current, DocMeta, DocSummary, Fetched, HistoryStats,
+    InLink, NewDocument, OutLink, PruneReport, PruneRules, SearchPage, SkippedFile, StoreStats,
     StoredStats, Version, VersionBody, VersionBytes,
 };
 use crate::cursor::SearchResume;
@@ -161,6 +161,26 @@ impl Store {
     /// needs, in one transaction (none with `dry_run`).
     pub fn prune(&self, rules: &PruneRules, dry_run: bool) -> Result<PruneReport> {
         either!(self, store => store.prune(rules, dry_run))
+    }
+
+    /// Stores a new API key (its hash); refused when a live key has its name.
+    pub fn create_key(&self, key: &ApiKey) -> Result<()> {
+        either!(self, store => store.create_key(key))
+    }
+
+    /// Every API key, live and revoked, newest first.
+    pub fn keys(&self) -> Result<Vec<ApiKey>> {
+        either!(self, store => store.keys())
+    }
+
+    /// Revokes the live key named `name`: whether there was one.
+    pub fn revoke_key(&self, name: &str, now: i64) -> Result<bool> {
+        either!(self, store => store.revoke_key(name, now))
+    }
+
+    /// The API key whose hash is `hash`, live or not.
+    pub fn find_key(&self, hash: &str) -> Result<Option<ApiKey>> {
+        either!(self, store => store.find_key(hash))
     }
 }
 

@@ -174,6 +174,27 @@ pub struct Current {
     pub is_text: bool,
 }
 
+/// A scoped API key as a store keeps it: its hash, never the key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApiKey {
+    /// blake3 of the key, in hex (`access::keys::hash`).
+    pub hash: String,
+    pub name: String,
+    /// Space-separated scopes.
+    pub scopes: String,
+    /// Unix seconds.
+    pub created_at: i64,
+    pub expires_at: Option<i64>,
+    pub revoked_at: Option<i64>,
+}
+
+impl ApiKey {
+    /// Whether the key lets its holder in at `now` (unix seconds).
+    pub fn is_live(&self, now: i64) -> bool {
+        self.revoked_at.is_none() && self.expires_at.is_none_or(|at| now < at)
+    }
+}
+
 /// A file the last import left out, and why (`orchestra check`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SkippedFile {

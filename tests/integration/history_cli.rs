@@ -1040,8 +1040,8 @@ fn as_before_0015(p: &Project) {
 }
 
 /// Turns `p`'s database back into what orchestra wrote before migrations
-/// 0016 to 0019: no links, names, skipped files, moves or outlines, schema
-/// version 15.
+/// 0016 to 0020: no links, names, skipped files, moves, outlines or API
+/// keys, schema version 15.
 fn as_before_0016(p: &Project) {
     let conn = rusqlite::Connection::open(p.db()).unwrap();
     conn.execute_batch(
@@ -1051,6 +1051,7 @@ fn as_before_0016(p: &Project) {
          DROP TABLE skipped;
          DROP TABLE moves;
          DROP TABLE outlines;
+         DROP TABLE api_keys;
          PRAGMA user_version = 15;
          COMMIT;",
     )

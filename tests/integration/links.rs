@@ -323,7 +323,7 @@ fn a_database_from_before_links_gets_them_on_the_next_import() {
     );
     p.import(&[]).assert_success();
     // The database as orchestra left it before links: schema 15, without
-    // the tables of 0016 to 0019.
+    // the tables of 0016 to 0020.
     let before = 15;
     let set_version = match on_postgres() {
         true => format!("UPDATE orchestra_schema SET version = {before}"),
@@ -331,7 +331,7 @@ fn a_database_from_before_links_gets_them_on_the_next_import() {
     };
     Db::writable(&p.db()).batch(&format!(
         "DROP TABLE links; DROP TABLE names; DROP TABLE skipped; DROP TABLE moves; DROP TABLE outlines; \
-         {set_version}"
+         DROP TABLE api_keys; {set_version}"
     ));
     let out = run(&p, &["links", "notes/a"]);
     assert_eq!(

@@ -16,6 +16,7 @@ mod check;
 mod feed;
 mod history;
 mod import_tx;
+mod keys;
 mod links;
 mod load;
 mod moves;
@@ -128,6 +129,10 @@ const MIGRATIONS: &[Migration] = &[
     Migration {
         sql: include_str!("../../../migrations/postgres/0019_outlines.sql"),
         then: Some(outlines::fill_0019),
+    },
+    Migration {
+        sql: include_str!("../../../migrations/postgres/0020_api_keys.sql"),
+        then: None,
     },
 ];
 

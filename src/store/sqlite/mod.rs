@@ -23,6 +23,7 @@ mod check;
 mod feed;
 mod history;
 mod import_tx;
+mod keys;
 mod links;
 mod moves;
 mod outlines;
@@ -134,6 +135,10 @@ pub(in crate::store) const MIGRATIONS: &[Migration] = &[
     Migration {
         sql: include_str!("../../../migrations/sqlite/0019_outlines.sql"),
         then: Some(outlines::fill_0019),
+    },
+    Migration {
+        sql: include_str!("../../../migrations/sqlite/0020_api_keys.sql"),
+        then: None,
     },
 ];
 
