@@ -18,6 +18,7 @@
 //!
 //! ARCHITECTURE.md at the repository root has the code map and invariants.
 
+pub mod access;
 pub mod cursor;
 pub mod doc;
 pub mod frontmatter;
