@@ -13,6 +13,7 @@
 //! revealed, not even by a count or a short page.
 
 pub mod keys;
+pub mod oauth;
 
 use crate::doc::{DocKey, Prefix};
 use crate::search::Under;
