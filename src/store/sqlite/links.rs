@@ -206,7 +206,8 @@ impl Reader {
         let (target_seen, name_seen) = match areas {
             None => (String::new(), String::new()),
             Some(areas) => {
-                let target = areas_sql(areas, "l.target_prefix", "l.target_id", |v| {
+                // `+`: the document's links drive the query, not the targets' index.
+                let target = areas_sql(areas, "+l.target_prefix", "+l.target_id", |v| {
                     numbered(&mut args, v)
                 });
                 let named = areas_sql(areas, "m.prefix", "m.id", |v| numbered(&mut args, v));
@@ -320,7 +321,8 @@ impl Reader {
         let seen = match areas {
             None => String::new(),
             Some(areas) => {
-                let sources = areas_sql(areas, "prefix", "id", |v| numbered(&mut args, v));
+                // `+`: the index of targets drives the query, not the sources' key.
+                let sources = areas_sql(areas, "+prefix", "+id", |v| numbered(&mut args, v));
                 format!(" AND {sources}")
             }
         };

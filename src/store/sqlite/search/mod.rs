@@ -140,8 +140,16 @@ enum Test<'a> {
 fn filters(search: &Search, areas: Option<&Areas>, test: Test<'_>) -> Conditions {
     let mut conditions = Conditions::new();
     if let Some(areas) = areas {
+        // Ranking, the hits drive the query: `+` keeps SQLite from walking
+        // the areas' documents and probing the index for each (one area of
+        // 10k documents of 30k: 250 ms to count a word's 1.4k hits, 8 ms
+        // from the hits). In key order, the documents' range drives it.
+        let (prefix, id) = match test {
+            Test::Set("search.rowid") => ("+d.prefix", "+d.id"),
+            _ => ("d.prefix", "d.id"),
+        };
         let mut args = Vec::new();
-        let sql = areas_sql(areas, "d.prefix", "d.id", |value| {
+        let sql = areas_sql(areas, prefix, id, |value| {
             args.push(Value::from(value));
             "?".to_string()
         });
@@ -312,7 +320,8 @@ impl Reader {
         }
         if let Some(areas) = areas {
             let mut seen = Vec::new();
-            let sql = areas_sql(areas, "d.prefix", "d.id", |value| {
+            // From the term's hits, as in `filters`.
+            let sql = areas_sql(areas, "+d.prefix", "+d.id", |value| {
                 seen.push(Value::from(value));
                 "?".to_string()
             });
