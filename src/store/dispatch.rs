@@ -1,4 +1,4 @@
-//! The store's one interface: `Store`, `Reader`, `ImportTx` and `ChangeWatcher` are either backend's, and each call goes to it. The only code that knows there are two.
+//! The store's one interface: `Store`, `Reader`, `ImportTx` and `ChangeWatcher` are either backend's, and each call goes to it; a `Reader` may see only some areas (`Reader::seeing`). The only code that knows there are two.
 
 use std::path::{Path, PathBuf};
 
@@ -11,6 +11,7 @@ use super::{
     InLink, NewDocument, OutLink, PruneReport, PruneRules, SearchPage, SkippedFile, StoreStats,
     StoredStats, Version, VersionBody, VersionBytes,
 };
+use crate::access::Areas;
 use crate::cursor::SearchResume;
 use crate::doc::{ChangeKind, DocKey, Prefix};
 use crate::search::{Search, Under};
@@ -131,9 +132,13 @@ impl Store {
 
     /// A connection for reads.
     pub fn reader(&self) -> Result<Reader> {
-        Ok(match self {
-            Store::Sqlite(store) => Reader::Sqlite(store.reader()?),
-            Store::Postgres(store) => Reader::Postgres(Box::new(store.reader()?)),
+        let backend = match self {
+            Store::Sqlite(store) => Backend::Sqlite(store.reader()?),
+            Store::Postgres(store) => Backend::Postgres(Box::new(store.reader()?)),
+        };
+        Ok(Reader {
+            backend,
+            areas: None,
         })
     }
 
@@ -185,31 +190,122 @@ impl Store {
 }
 
 /// Read access for the server; see the SQLite and PostgreSQL readers.
-pub enum Reader {
+///
+/// A reader sees every document, or only those in some areas
+/// ([`Reader::seeing`]): then each of its answers is the one a store
+/// holding only those documents would give, filtered in the queries.
+pub struct Reader {
+    backend: Backend,
+    /// The areas it sees; `None`: everything, and every query is the
+    /// backend's own.
+    areas: Option<Areas>,
+}
+
+enum Backend {
     Sqlite(sqlite::Reader),
     Postgres(Box<PgReader>),
 }
 
+/// Calls the same method on whichever backend a [`Reader`] holds.
+macro_rules! backend {
+    ($reader:expr, $inner:ident => $call:expr) => {
+        match &$reader.backend {
+            Backend::Sqlite($inner) => $call,
+            Backend::Postgres($inner) => $call,
+        }
+    };
+}
+
 impl Reader {
+    /// This reader, seeing only the documents in `areas` (`None`: all of
+    /// them). Listings, counts, completions, the nearest ids, search hits
+    /// and totals and links then answer as if the store held only those
+    /// documents; a point read of another key answers as for a missing
+    /// one, without a query. The caller chooses the areas (a read's
+    /// `Grants::read_filter`, a search's `Grants::search_filter`).
+    ///
+    /// Unfiltered whatever the areas: [`Reader::stats`], [`Reader::history_stats`],
+    /// [`Reader::check_page`], [`Reader::broken_links`],
+    /// [`Reader::skipped_files`], [`Reader::changes_after`] and
+    /// [`Reader::seq`] (the commands and the change feed, whose
+    /// notifications the MCP layer filters itself).
+    pub fn seeing(self, areas: Option<Areas>) -> Reader {
+        Reader { areas, ..self }
+    }
+
+    /// The areas this reader sees; `None`: everything.
+    pub fn areas(&self) -> Option<&Areas> {
+        self.areas.as_ref()
+    }
+
+    /// Whether `key` is among the documents this reader sees.
+    fn sees(&self, key: &DocKey) -> bool {
+        self.areas.as_ref().is_none_or(|areas| areas.contains(key))
+    }
+
+    /// Up to `limit` documents after `after`, in key order. Seeing areas:
+    /// each area's id range after `after`, in turn (they are disjoint and
+    /// in key order), so each page is one keyset page of an index range.
     pub fn page(&self, after: Option<&DocKey>, limit: usize) -> Result<Vec<DocSummary>> {
-        either!(self, reader => reader.page(after, limit))
+        let Some(areas) = &self.areas else {
+            return backend!(self, reader => reader.page(after, limit));
+        };
+        let mut page = Vec::new();
+        for area in areas.as_slice() {
+            if page.len() >= limit {
+                break;
+            }
+            let after_id = match after {
+                Some(key) if key.prefix > area.prefix => continue,
+                Some(key) if key.prefix == area.prefix => Some(key.id.as_str()),
+                _ => None,
+            };
+            page.extend(self.backend_page_under(area, after_id, limit - page.len())?);
+        }
+        Ok(page)
     }
 
     pub fn get(&self, key: &DocKey, max_body: u64) -> Result<Option<Fetched>> {
-        either!(self, reader => reader.get(key, max_body))
+        if !self.sees(key) {
+            return Ok(None);
+        }
+        backend!(self, reader => reader.get(key, max_body))
     }
 
+    /// Ids under `prefix` that begin with `typed`, at most `limit`, and
+    /// how many there are in all. Seeing areas: the part of the range
+    /// `typed…` in each area of `prefix`.
     pub fn complete_ids(
         &self,
         prefix: Prefix,
         typed: &str,
         limit: usize,
     ) -> Result<(Vec<String>, u64)> {
-        either!(self, reader => reader.complete_ids(prefix, typed, limit))
+        let Some(areas) = &self.areas else {
+            return backend!(self, reader => reader.complete_ids(prefix, typed, limit));
+        };
+        let (mut ids, mut total) = (Vec::new(), 0);
+        for area in areas.as_slice().iter().filter(|a| a.prefix == prefix) {
+            let folder = area.folder.as_deref().unwrap_or("");
+            if typed.starts_with(folder) {
+                // The whole range is in this area, and in no other.
+                return backend!(self, reader => reader.complete_ids(prefix, typed, limit));
+            }
+            if folder.starts_with(typed) {
+                // The whole area is in the range.
+                let page = self.backend_page_under(area, None, limit - ids.len())?;
+                ids.extend(page.into_iter().map(|d| d.key.id));
+                total += backend!(self, reader => reader.count_under(area))?;
+            }
+        }
+        Ok((ids, total))
     }
 
     pub fn count(&self) -> Result<u64> {
-        either!(self, reader => reader.count())
+        match &self.areas {
+            None => backend!(self, reader => reader.count()),
+            Some(areas) => self.count_in(areas.as_slice()),
+        }
     }
 
     pub fn page_under(
@@ -218,54 +314,131 @@ impl Reader {
         after: Option<&str>,
         limit: usize,
     ) -> Result<Vec<DocSummary>> {
-        either!(self, reader => reader.page_under(under, after, limit))
+        let Some(areas) = &self.areas else {
+            return self.backend_page_under(under, after, limit);
+        };
+        let mut page = Vec::new();
+        for area in areas.within(under).as_slice() {
+            if page.len() >= limit {
+                break;
+            }
+            page.extend(self.backend_page_under(area, after, limit - page.len())?);
+        }
+        Ok(page)
     }
 
     pub fn count_under(&self, under: &Under) -> Result<u64> {
-        either!(self, reader => reader.count_under(under))
+        match &self.areas {
+            None => backend!(self, reader => reader.count_under(under)),
+            Some(areas) => self.count_in(areas.within(under).as_slice()),
+        }
+    }
+
+    fn backend_page_under(
+        &self,
+        under: &Under,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<DocSummary>> {
+        backend!(self, reader => reader.page_under(under, after, limit))
+    }
+
+    /// The documents in `areas`: a count of each one's index range.
+    fn count_in(&self, areas: &[Under]) -> Result<u64> {
+        let mut total = 0;
+        for area in areas {
+            total += backend!(self, reader => reader.count_under(area))?;
+        }
+        Ok(total)
     }
 
     /// Runs `reads` in one read transaction; nested calls join it.
     pub fn in_transaction<T>(&self, reads: impl FnOnce() -> Result<T>) -> Result<T> {
-        either!(self, reader => reader.in_transaction(reads))
+        backend!(self, reader => reader.in_transaction(reads))
     }
 
     pub fn exists(&self, key: &DocKey) -> Result<bool> {
-        either!(self, reader => reader.exists(key))
+        if !self.sees(key) {
+            return Ok(false);
+        }
+        backend!(self, reader => reader.exists(key))
     }
 
+    /// Unfiltered: the change feed's.
     pub fn seq(&self) -> Result<i64> {
-        either!(self, reader => reader.seq())
+        backend!(self, reader => reader.seq())
     }
 
     pub fn meta(&self, key: &DocKey) -> Result<Option<DocMeta>> {
-        either!(self, reader => reader.meta(key))
+        if !self.sees(key) {
+            return Ok(None);
+        }
+        backend!(self, reader => reader.meta(key))
     }
 
+    /// Up to `limit` ids of `key`'s prefix nearest to it (the "did you
+    /// mean" of a missing key). Seeing areas: the nearest in them, the ids
+    /// below `key` read area by area downwards, those above it upwards.
     pub fn nearest(&self, key: &DocKey, limit: usize) -> Result<Vec<DocKey>> {
-        either!(self, reader => reader.nearest(key, limit))
+        let Some(areas) = &self.areas else {
+            return backend!(self, reader => reader.nearest(key, limit));
+        };
+        let mine: Vec<&Under> = areas
+            .as_slice()
+            .iter()
+            .filter(|a| a.prefix == key.prefix)
+            .collect();
+        let mut before = Vec::new();
+        for area in mine.iter().rev() {
+            if before.len() >= limit {
+                break;
+            }
+            let n = limit - before.len();
+            before.extend(backend!(self, reader => reader.ids_before(area, &key.id, n))?);
+        }
+        let mut after = Vec::new();
+        for area in &mine {
+            if after.len() >= limit {
+                break;
+            }
+            let page = self.backend_page_under(area, Some(&key.id), limit - after.len())?;
+            after.extend(page.into_iter().map(|d| d.key.id));
+        }
+        Ok(super::nearest_of(key, before, after, limit))
     }
 
+    /// Unfiltered, whatever the areas: for `orchestra stats`, never a
+    /// request.
     pub fn stats(&self) -> Result<StoreStats> {
-        either!(self, reader => reader.stats())
+        backend!(self, reader => reader.stats())
     }
 
+    /// Unfiltered: the change feed, which the MCP layer filters itself.
     pub fn changes_after(&self, after: i64) -> Result<ChangeBatch> {
-        either!(self, reader => reader.changes_after(after))
+        backend!(self, reader => reader.changes_after(after))
     }
 
     pub fn history(&self, key: &DocKey, before: Option<u32>, limit: usize) -> Result<Vec<Version>> {
-        either!(self, reader => reader.history(key, before, limit))
+        if !self.sees(key) {
+            return Ok(Vec::new());
+        }
+        backend!(self, reader => reader.history(key, before, limit))
     }
 
     pub fn version(&self, key: &DocKey, number: u32) -> Result<Option<VersionBody>> {
-        either!(self, reader => reader.version(key, number))
+        if !self.sees(key) {
+            return Ok(None);
+        }
+        backend!(self, reader => reader.version(key, number))
     }
 
     /// Version `number`'s bytes, for a read of them: [`Reader::version`]
     /// without what else it records, which SQLite finds with fewer seeks.
     pub fn version_bytes(&self, key: &DocKey, number: u32) -> Result<Option<VersionBytes>> {
-        either!(self, reader => reader.version_bytes(key, number))
+        if !self.sees(key) {
+            return Ok(None);
+        }
+        backend!(self, reader => reader.version_bytes(key, number))
     }
 
     pub fn complete_versions(
@@ -274,85 +447,124 @@ impl Reader {
         typed: &str,
         limit: usize,
     ) -> Result<(Vec<u32>, u64)> {
-        either!(self, reader => reader.complete_versions(key, typed, limit))
+        if !self.sees(key) {
+            return Ok((Vec::new(), 0));
+        }
+        backend!(self, reader => reader.complete_versions(key, typed, limit))
     }
 
     pub fn count_versions(&self, key: &DocKey) -> Result<u64> {
-        either!(self, reader => reader.count_versions(key))
+        if !self.sees(key) {
+            return Ok(0);
+        }
+        backend!(self, reader => reader.count_versions(key))
     }
 
+    /// Unfiltered, whatever the areas: for `orchestra stats`.
     pub fn history_stats(&self) -> Result<HistoryStats> {
-        either!(self, reader => reader.history_stats())
+        backend!(self, reader => reader.history_stats())
     }
 
+    /// One page of `search`. Seeing areas: its hits, totals, relaxed
+    /// decision and a long query's choice of terms are those of the
+    /// documents in them.
     pub fn search(
         &self,
         search: &Search,
         resume: Option<&SearchResume>,
         limit: usize,
     ) -> Result<SearchPage> {
-        either!(self, reader => reader.search(search, resume, limit))
+        let areas = self.areas.as_ref();
+        backend!(self, reader => reader.search_seeing(search, areas, resume, limit))
     }
 
     /// The current version of each of `keys`, in their order (`None` for
-    /// one not stored).
+    /// one not stored, or not seen).
     pub fn versions_of(&self, keys: &[&DocKey]) -> Result<Vec<Option<u32>>> {
-        either!(self, reader => reader.versions_of(keys))
+        if self.areas.is_none() {
+            return backend!(self, reader => reader.versions_of(keys));
+        }
+        let seen: Vec<&DocKey> = keys.iter().copied().filter(|k| self.sees(k)).collect();
+        let mut versions = backend!(self, reader => reader.versions_of(&seen))?.into_iter();
+        Ok(keys
+            .iter()
+            .map(|k| match self.sees(k) {
+                true => versions.next().flatten(),
+                false => None,
+            })
+            .collect())
     }
 
     /// The outline import stored for `key` (a large UTF-8 document's):
     /// `None` for a document without one.
     pub fn outline(&self, key: &DocKey) -> Result<Option<crate::parts::outline::Stored>> {
-        either!(self, reader => reader.outline(key))
+        if !self.sees(key) {
+            return Ok(None);
+        }
+        backend!(self, reader => reader.outline(key))
     }
 
     /// The bytes `start..start + len` of the body of `key` (fewer past its
     /// end), without loading the rest; `None` when it is not stored.
     pub fn body_range(&self, key: &DocKey, start: u64, len: u64) -> Result<Option<Vec<u8>>> {
-        either!(self, reader => reader.body_range(key, start, len))
+        if !self.sees(key) {
+            return Ok(None);
+        }
+        backend!(self, reader => reader.body_range(key, start, len))
     }
 
     /// Up to `limit` links of `key` after its link `after`, in the order
-    /// they are written.
+    /// they are written. Seeing areas: a link to a document outside them
+    /// is to a missing one, and a mention names the first document of
+    /// that name in them (none: no link).
     pub fn links_out(
         &self,
         key: &DocKey,
         after: Option<u32>,
         limit: usize,
     ) -> Result<Vec<OutLink>> {
-        either!(self, reader => reader.links_out(key, after, limit))
+        if !self.sees(key) {
+            return Ok(Vec::new());
+        }
+        let areas = self.areas.as_ref();
+        backend!(self, reader => reader.links_out_seeing(key, areas, after, limit))
     }
 
     /// Up to `limit` links to `key` after the link `after` (its source
-    /// and place), in the sources' key order.
+    /// and place), in the sources' key order. Seeing areas: from sources
+    /// in them only, mentions when `key` is the first of its name in them.
+    /// A key outside them is a missing document's: the links to it that
+    /// the sources seen hold (what a store without it answers), no mention.
     pub fn links_in(
         &self,
         key: &DocKey,
         after: Option<(&DocKey, u32)>,
         limit: usize,
     ) -> Result<Vec<InLink>> {
-        either!(self, reader => reader.links_in(key, after, limit))
+        let areas = self.areas.as_ref();
+        backend!(self, reader => reader.links_in_seeing(key, areas, after, limit))
     }
 
     /// Up to `limit` links to documents that are not in the store, after
-    /// the link `after`, in the sources' key order.
+    /// the link `after`, in the sources' key order. Unfiltered: for
+    /// `orchestra check`.
     pub fn broken_links(
         &self,
         after: Option<(&DocKey, u32)>,
         limit: usize,
     ) -> Result<Vec<BrokenLink>> {
-        either!(self, reader => reader.broken_links(after, limit))
+        backend!(self, reader => reader.broken_links(after, limit))
     }
 
     /// Up to `limit` documents after `after` in key order, with what
-    /// `orchestra check` reads of each.
+    /// `orchestra check` reads of each. Unfiltered.
     pub fn check_page(&self, after: Option<&DocKey>, limit: usize) -> Result<Vec<CheckRow>> {
-        either!(self, reader => reader.check_page(after, limit))
+        backend!(self, reader => reader.check_page(after, limit))
     }
 
-    /// The files the last import left out, by path.
+    /// The files the last import left out, by path. Unfiltered.
     pub fn skipped_files(&self) -> Result<Vec<SkippedFile>> {
-        either!(self, reader => reader.skipped_files())
+        backend!(self, reader => reader.skipped_files())
     }
 }
 

@@ -1,14 +1,18 @@
 //! The store: the documents and everything kept beside them (versions, search indexes, the change feed), in SQLite (the default, embedded) or PostgreSQL (a team's shared server). The only module that speaks SQL.
 //!
 //! This module holds what both backends share: the values the rest of
-//! orchestra reads and writes. `sqlite` and `postgres` hold the SQL.
+//! orchestra reads and writes, and the SQL condition of the areas a reader
+//! sees (`Reader::seeing`). `sqlite` and `postgres` hold the SQL.
 
 mod bodies;
 mod dispatch;
 pub mod postgres;
+#[cfg(test)]
+pub(in crate::store) mod seeing_tests;
 mod sqlite;
 mod stored_stats;
 
+use crate::access::Areas;
 use crate::doc::{ChangeKind, DocKey};
 
 pub use dispatch::{Access, ChangeWatcher, ImportTx, Location, Reader, Store};
@@ -306,4 +310,35 @@ pub(in crate::store) fn nearest_of(
     ids.into_iter()
         .map(|id| DocKey::new(key.prefix, id))
         .collect()
+}
+
+/// The documents in `areas` as one SQL condition on the columns `prefix`
+/// and `id`, the same on both backends: `(prefix = $p AND id >= $low AND
+/// id < $high) OR (prefix = $p) …`, each area a range of the (prefix, id)
+/// index, and `FALSE` for no area. `bind` binds each value and returns its
+/// placeholder.
+pub(in crate::store) fn areas_sql(
+    areas: &Areas,
+    prefix: &str,
+    id: &str,
+    mut bind: impl FnMut(String) -> String,
+) -> String {
+    if areas.is_empty() {
+        return "FALSE".to_string();
+    }
+    let each: Vec<String> = areas
+        .as_slice()
+        .iter()
+        .map(|area| {
+            let mut sql = format!("{prefix} = {}", bind(area.prefix.as_str().to_string()));
+            if let Some(folder) = &area.folder {
+                sql.push_str(&format!(" AND {id} >= {}", bind(folder.clone())));
+                if let Some(upper) = successor(folder) {
+                    sql.push_str(&format!(" AND {id} < {}", bind(upper)));
+                }
+            }
+            format!("({sql})")
+        })
+        .collect();
+    format!("({})", each.join(" OR "))
 }

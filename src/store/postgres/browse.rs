@@ -119,8 +119,26 @@ impl PgReader {
         Ok(nearest_of(key, before, after, limit))
     }
 
+    /// As SQLite's `Reader::ids_before`.
+    pub fn ids_before(&self, under: &Under, before: &str, limit: usize) -> Result<Vec<String>> {
+        let (low, high) = id_bounds(under);
+        let rows = self.conn.borrow_mut().query(
+            "SELECT id FROM documents WHERE prefix = $1 AND id < $2 AND id >= $3
+             AND ($4::text IS NULL OR id < $4) ORDER BY id DESC LIMIT $5",
+            &[
+                &under.prefix.as_str(),
+                &before,
+                &low,
+                &high,
+                &sql_limit(limit),
+            ],
+        )?;
+        Ok(rows.iter().map(|row| row.get(0)).collect())
+    }
+
     /// Documents and bytes per prefix, the database's size and the index's
-    /// share, and the last import, read in one snapshot. On PostgreSQL:
+    /// share, and the last import, read in one snapshot; of the whole
+    /// store, whatever areas its caller sees. On PostgreSQL:
     ///
     /// - `database_bytes` is `pg_database_size(current_database())`: every
     ///   relation of the database on disk (tables, TOAST, indexes, catalogs),

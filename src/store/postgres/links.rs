@@ -7,9 +7,11 @@ use postgres::{Client, GenericClient};
 
 use super::import_tx::text;
 use super::reader::{PgReader, key};
+use super::search::Params;
+use crate::access::Areas;
 use crate::doc::DocKey;
 use crate::links::{self, Link, LinkTarget};
-use crate::store::{BrokenLink, InLink, OutLink};
+use crate::store::{BrokenLink, InLink, OutLink, areas_sql};
 
 /// A link as its row holds it, for a COPY: (n, line, target prefix, target
 /// id, text, context); a mention's prefix is empty.
@@ -158,6 +160,43 @@ fn after_link(after: Option<(&DocKey, u32)>) -> Result<(&str, &str, i32)> {
     })
 }
 
+/// The statement of [`PgReader::links_out`] (`None`: every document seen),
+/// its placeholders `$1`…`$4` and then the areas'.
+fn links_out_sql(target_seen: &str, name_seen: &str) -> String {
+    format!(
+        "SELECT l.n, l.line, l.text, l.target_prefix, l.target_id,
+                l.target_prefix = '' OR EXISTS (SELECT 1 FROM documents d
+                    WHERE d.prefix = l.target_prefix AND d.id = l.target_id){target_seen},
+                (SELECT m.prefix FROM names m WHERE m.name = l.target_id{name_seen}
+                 ORDER BY m.prefix, m.id LIMIT 1),
+                (SELECT m.id FROM names m WHERE m.name = l.target_id{name_seen}
+                 ORDER BY m.prefix, m.id LIMIT 1)
+         FROM links l
+         WHERE l.prefix = $1 AND l.id = $2 AND l.n > $3
+           AND (l.target_prefix <> ''
+                OR EXISTS (SELECT 1 FROM names m WHERE m.name = l.target_id{name_seen}))
+         ORDER BY l.n LIMIT $4"
+    )
+}
+
+/// ` AND ` the areas on the columns `prefix` and `id`, their values bound
+/// after `params`; empty for `None`.
+fn seen(areas: Option<&Areas>, prefix: &str, id: &str, params: &mut Params) -> String {
+    match areas {
+        None => String::new(),
+        Some(areas) => format!(" AND {}", areas_sql(areas, prefix, id, |v| params.bind(v))),
+    }
+}
+
+/// The statement of [`PgReader::links_to`], with the areas' condition.
+fn links_to_sql(seen: &str) -> String {
+    format!(
+        "SELECT prefix, id, n, line, text, context FROM links
+         WHERE target_prefix = $1 AND target_id = $2 AND (prefix, id, n) > ($3, $4, $5){seen}
+         ORDER BY prefix, id, n LIMIT $6"
+    )
+}
+
 impl PgReader {
     /// As SQLite's `Reader::links_out`.
     pub fn links_out(
@@ -166,29 +205,38 @@ impl PgReader {
         after: Option<u32>,
         limit: usize,
     ) -> Result<Vec<OutLink>> {
-        let mut conn = self.conn.borrow_mut();
-        let statement = conn.prepared(
-            "SELECT l.n, l.line, l.text, l.target_prefix, l.target_id,
-                    l.target_prefix = '' OR EXISTS (SELECT 1 FROM documents d
-                        WHERE d.prefix = l.target_prefix AND d.id = l.target_id),
-                    (SELECT m.prefix FROM names m WHERE m.name = l.target_id
-                     ORDER BY m.prefix, m.id LIMIT 1),
-                    (SELECT m.id FROM names m WHERE m.name = l.target_id
-                     ORDER BY m.prefix, m.id LIMIT 1)
-             FROM links l
-             WHERE l.prefix = $1 AND l.id = $2 AND l.n > $3
-               AND (l.target_prefix <> ''
-                    OR EXISTS (SELECT 1 FROM names m WHERE m.name = l.target_id))
-             ORDER BY l.n LIMIT $4",
-        )?;
+        self.links_out_seeing(key, None, after, limit)
+    }
+
+    /// As SQLite's `Reader::links_out_seeing`.
+    pub fn links_out_seeing(
+        &self,
+        key: &DocKey,
+        areas: Option<&Areas>,
+        after: Option<u32>,
+        limit: usize,
+    ) -> Result<Vec<OutLink>> {
         let after = match after {
             Some(n) => i32::try_from(n)?,
             None => -1,
         };
-        let rows = conn.query(
-            &statement,
-            &[&key.prefix.as_str(), &key.id, &after, &(limit as i64)],
-        )?;
+        let mut params = Params::default();
+        params.bind(key.prefix.as_str().to_string());
+        params.bind(key.id.clone());
+        params.bind(after);
+        params.bind(limit as i64);
+        let target_seen = seen(areas, "l.target_prefix", "l.target_id", &mut params);
+        let name_seen = seen(areas, "m.prefix", "m.id", &mut params);
+        let mut conn = self.conn.borrow_mut();
+        let rows = match areas {
+            None => {
+                static SQL: std::sync::LazyLock<String> =
+                    std::sync::LazyLock::new(|| links_out_sql("", ""));
+                let statement = conn.prepared(SQL.as_str())?;
+                conn.query(&statement, &params.refs())?
+            }
+            Some(_) => conn.query(&links_out_sql(&target_seen, &name_seen), &params.refs())?,
+        };
         rows.iter()
             .map(|r| {
                 let prefix: &str = r.get(3);
@@ -216,18 +264,45 @@ impl PgReader {
         after: Option<(&DocKey, u32)>,
         limit: usize,
     ) -> Result<Vec<InLink>> {
-        let mut found = self.links_to(key.prefix.as_str(), &key.id, after, limit, false)?;
+        self.links_in_seeing(key, None, after, limit)
+    }
+
+    /// As SQLite's `Reader::links_in_seeing`.
+    pub fn links_in_seeing(
+        &self,
+        key: &DocKey,
+        areas: Option<&Areas>,
+        after: Option<(&DocKey, u32)>,
+        limit: usize,
+    ) -> Result<Vec<InLink>> {
+        let mut found = self.links_to(key.prefix.as_str(), &key.id, areas, after, limit, false)?;
         if let Some(name) = links::name_of(&key.id) {
             let first = {
                 let mut conn = self.conn.borrow_mut();
-                let statement = conn.prepared(
-                    "SELECT prefix, id FROM names WHERE name = $1 ORDER BY prefix, id LIMIT 1",
-                )?;
-                conn.query_opt(&statement, &[&name])?
-                    .map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
+                let row = match areas {
+                    None => {
+                        let statement = conn.prepared(
+                            "SELECT prefix, id FROM names WHERE name = $1 ORDER BY prefix, id LIMIT 1",
+                        )?;
+                        conn.query_opt(&statement, &[&name])?
+                    }
+                    Some(_) => {
+                        let mut params = Params::default();
+                        params.bind(name.to_string());
+                        let seen = seen(areas, "prefix", "id", &mut params);
+                        conn.query_opt(
+                            &format!(
+                                "SELECT prefix, id FROM names WHERE name = $1{seen}
+                                 ORDER BY prefix, id LIMIT 1"
+                            ),
+                            &params.refs(),
+                        )?
+                    }
+                };
+                row.map(|r| (r.get::<_, String>(0), r.get::<_, String>(1)))
             };
             if first.is_some_and(|(p, i)| p == key.prefix.as_str() && i == key.id) {
-                found.extend(self.links_to("", name, after, limit, true)?);
+                found.extend(self.links_to("", name, areas, after, limit, true)?);
                 found.sort_by(|a, b| (&a.source, a.n).cmp(&(&b.source, b.n)));
                 found.truncate(limit);
             }
@@ -239,28 +314,30 @@ impl PgReader {
         &self,
         prefix: &str,
         id: &str,
+        areas: Option<&Areas>,
         after: Option<(&DocKey, u32)>,
         limit: usize,
         mention: bool,
     ) -> Result<Vec<InLink>> {
         let (after_prefix, after_id, after_n) = after_link(after)?;
+        let mut params = Params::default();
+        params.bind(prefix.to_string());
+        params.bind(id.to_string());
+        params.bind(after_prefix.to_string());
+        params.bind(after_id.to_string());
+        params.bind(after_n);
+        params.bind(limit as i64);
+        let sources = seen(areas, "prefix", "id", &mut params);
         let mut conn = self.conn.borrow_mut();
-        let statement = conn.prepared(
-            "SELECT prefix, id, n, line, text, context FROM links
-             WHERE target_prefix = $1 AND target_id = $2 AND (prefix, id, n) > ($3, $4, $5)
-             ORDER BY prefix, id, n LIMIT $6",
-        )?;
-        let rows = conn.query(
-            &statement,
-            &[
-                &prefix,
-                &id,
-                &after_prefix,
-                &after_id,
-                &after_n,
-                &(limit as i64),
-            ],
-        )?;
+        let rows = match areas {
+            None => {
+                static SQL: std::sync::LazyLock<String> =
+                    std::sync::LazyLock::new(|| links_to_sql(""));
+                let statement = conn.prepared(SQL.as_str())?;
+                conn.query(&statement, &params.refs())?
+            }
+            Some(_) => conn.query(&links_to_sql(&sources), &params.refs())?,
+        };
         rows.iter()
             .map(|r| {
                 Ok(InLink {

@@ -742,3 +742,18 @@ fn a_lost_connection_is_unavailable_and_a_bad_query_is_not() {
     let lost = anyhow::Error::new(lost).context("reading a page");
     assert!(crate::store::is_unavailable(&lost), "{lost:#}");
 }
+
+#[test]
+fn readers_seeing_areas_answer_as_stores_of_only_their_documents() {
+    let mut databases = Vec::new();
+    crate::store::seeing_tests::check(
+        &mut || {
+            let db = TestDatabase::new();
+            let store =
+                crate::store::Store::Postgres(Box::new(PgStore::open(db.target.clone()).unwrap()));
+            databases.push(db);
+            store
+        },
+        true,
+    );
+}

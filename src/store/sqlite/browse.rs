@@ -207,8 +207,27 @@ impl Reader {
         Ok(nearest_of(key, before, after, limit))
     }
 
+    /// Up to `limit` ids under `under` below `before`, nearest first: the
+    /// lower side of [`Reader::nearest`] within an area.
+    pub fn ids_before(&self, under: &Under, before: &str, limit: usize) -> Result<Vec<String>> {
+        let (low, high) = id_bounds(under);
+        let mut stmt = self.conn.prepare_cached(
+            "SELECT id FROM documents WHERE prefix = ?1 AND id < ?2 AND id >= ?3
+             AND (?4 IS NULL OR id < ?4) ORDER BY id DESC LIMIT ?5",
+        )?;
+        let ids = stmt
+            .query_map(
+                params![under.prefix.as_str(), before, low, high, limit as i64],
+                |r| r.get(0),
+            )?
+            .collect::<rusqlite::Result<Vec<String>>>()?;
+        Ok(ids)
+    }
+
     /// Documents and bytes per prefix, the database's size and the index's
-    /// share, and the last import. Reads every document's size (an index scan)
+    /// share, and the last import. Statistics of the whole store, whatever
+    /// areas its caller sees (`store::Reader::seeing`): for `orchestra
+    /// stats`, never a request. Reads every document's size (an index scan)
     /// and every page's size (`dbstat`): for a command, not for a request.
     pub fn stats(&self) -> Result<StoreStats> {
         self.in_transaction(|| self.stats_in_transaction())

@@ -7,12 +7,14 @@
 //! `ImportTx::put`).
 
 use anyhow::Result;
-use rusqlite::{Connection, params};
+use rusqlite::types::Value;
+use rusqlite::{Connection, params, params_from_iter};
 
-use super::{Reader, key_from_row};
+use super::{Reader, key_from_row, numbered};
+use crate::access::Areas;
 use crate::doc::DocKey;
 use crate::links::{self, Link, LinkTarget};
-use crate::store::{BrokenLink, InLink, NewDocument, OutLink};
+use crate::store::{BrokenLink, InLink, NewDocument, OutLink, areas_sql};
 
 /// A link as its row holds it: (line, target prefix, target id, text,
 /// context); a mention's prefix is empty.
@@ -181,42 +183,69 @@ impl Reader {
         after: Option<u32>,
         limit: usize,
     ) -> Result<Vec<OutLink>> {
-        let mut stmt = self.conn.prepare_cached(
+        self.links_out_seeing(key, None, after, limit)
+    }
+
+    /// [`Reader::links_out`] on a store that holds only the documents in
+    /// `areas` (`None`: all): a link to a document outside them is to a
+    /// missing one; a mention names the first document of its name in
+    /// them, and is left out when none is.
+    pub fn links_out_seeing(
+        &self,
+        key: &DocKey,
+        areas: Option<&Areas>,
+        after: Option<u32>,
+        limit: usize,
+    ) -> Result<Vec<OutLink>> {
+        let mut args: Vec<Value> = vec![
+            key.prefix.as_str().to_string().into(),
+            key.id.clone().into(),
+            after.map_or(-1, i64::from).into(),
+            (limit as i64).into(),
+        ];
+        let (target_seen, name_seen) = match areas {
+            None => (String::new(), String::new()),
+            Some(areas) => {
+                // `+`: the document's links drive the query, not the targets' index.
+                let target = areas_sql(areas, "+l.target_prefix", "+l.target_id", |v| {
+                    numbered(&mut args, v)
+                });
+                let named = areas_sql(areas, "m.prefix", "m.id", |v| numbered(&mut args, v));
+                (format!(" AND {target}"), format!(" AND {named}"))
+            }
+        };
+        let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT l.n, l.line, l.text, l.target_prefix, l.target_id,
                     l.target_prefix = '' OR EXISTS (SELECT 1 FROM documents d
-                        WHERE d.prefix = l.target_prefix AND d.id = l.target_id),
-                    (SELECT m.prefix || '/' || m.id FROM names m WHERE m.name = l.target_id
+                        WHERE d.prefix = l.target_prefix AND d.id = l.target_id){target_seen},
+                    (SELECT m.prefix || '/' || m.id FROM names m WHERE m.name = l.target_id{name_seen}
                      ORDER BY m.prefix, m.id LIMIT 1)
              FROM links l
              WHERE l.prefix = ?1 AND l.id = ?2 AND l.n > ?3
                AND (l.target_prefix <> ''
-                    OR EXISTS (SELECT 1 FROM names m WHERE m.name = l.target_id))
-             ORDER BY l.n LIMIT ?4",
-        )?;
-        let after = after.map_or(-1, i64::from);
-        let rows = stmt.query_map(
-            params![key.prefix.as_str(), key.id, after, limit as i64],
-            |r| {
-                let prefix: String = r.get(3)?;
-                let mention = prefix.is_empty();
-                let target = match mention {
-                    false => key_from_row(&prefix, r.get(4)?)?,
-                    true => {
-                        let named: String = r.get(6)?;
-                        let (prefix, id) = named.split_once('/').unwrap_or_default();
-                        key_from_row(prefix, id.to_string())?
-                    }
-                };
-                Ok(OutLink {
-                    n: r.get(0)?,
-                    line: r.get(1)?,
-                    text: r.get(2)?,
-                    target,
-                    exists: r.get(5)?,
-                    mention,
-                })
-            },
-        )?;
+                    OR EXISTS (SELECT 1 FROM names m WHERE m.name = l.target_id{name_seen}))
+             ORDER BY l.n LIMIT ?4"
+        ))?;
+        let rows = stmt.query_map(params_from_iter(args.iter()), |r| {
+            let prefix: String = r.get(3)?;
+            let mention = prefix.is_empty();
+            let target = match mention {
+                false => key_from_row(&prefix, r.get(4)?)?,
+                true => {
+                    let named: String = r.get(6)?;
+                    let (prefix, id) = named.split_once('/').unwrap_or_default();
+                    key_from_row(prefix, id.to_string())?
+                }
+            };
+            Ok(OutLink {
+                n: r.get(0)?,
+                line: r.get(1)?,
+                text: r.get(2)?,
+                target,
+                exists: r.get(5)?,
+                mention,
+            })
+        })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 
@@ -230,17 +259,40 @@ impl Reader {
         after: Option<(&DocKey, u32)>,
         limit: usize,
     ) -> Result<Vec<InLink>> {
-        let mut found = self.links_to(key.prefix.as_str(), &key.id, after, limit, false)?;
+        self.links_in_seeing(key, None, after, limit)
+    }
+
+    /// [`Reader::links_in`] on a store that holds only the documents in
+    /// `areas` (`None`: all): links from sources in them, and mentions
+    /// when `key` is the first document of its name in them.
+    pub fn links_in_seeing(
+        &self,
+        key: &DocKey,
+        areas: Option<&Areas>,
+        after: Option<(&DocKey, u32)>,
+        limit: usize,
+    ) -> Result<Vec<InLink>> {
+        let mut found = self.links_to(key.prefix.as_str(), &key.id, areas, after, limit, false)?;
         if let Some(name) = links::name_of(&key.id) {
+            let mut args: Vec<Value> = vec![name.to_string().into()];
+            let seen = match areas {
+                None => String::new(),
+                Some(areas) => {
+                    let named = areas_sql(areas, "prefix", "id", |v| numbered(&mut args, v));
+                    format!(" AND {named}")
+                }
+            };
             let first: Option<(String, String)> = self
                 .conn
-                .prepare_cached(
-                    "SELECT prefix, id FROM names WHERE name = ?1 ORDER BY prefix, id LIMIT 1",
-                )?
-                .query_row([name], |r| Ok((r.get(0)?, r.get(1)?)))
+                .prepare_cached(&format!(
+                    "SELECT prefix, id FROM names WHERE name = ?1{seen} ORDER BY prefix, id LIMIT 1"
+                ))?
+                .query_row(params_from_iter(args.iter()), |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
                 .ok();
             if first.is_some_and(|(p, i)| p == key.prefix.as_str() && i == key.id) {
-                found.extend(self.links_to("", name, after, limit, true)?);
+                found.extend(self.links_to("", name, areas, after, limit, true)?);
                 found.sort_by(|a, b| (&a.source, a.n).cmp(&(&b.source, b.n)));
                 found.truncate(limit);
             }
@@ -252,29 +304,43 @@ impl Reader {
         &self,
         prefix: &str,
         id: &str,
+        areas: Option<&Areas>,
         after: Option<(&DocKey, u32)>,
         limit: usize,
         mention: bool,
     ) -> Result<Vec<InLink>> {
         let (after_prefix, after_id, after_n) = after_link(after);
-        let mut stmt = self.conn.prepare_cached(
+        let mut args: Vec<Value> = vec![
+            prefix.to_string().into(),
+            id.to_string().into(),
+            after_prefix.to_string().into(),
+            after_id.to_string().into(),
+            after_n.into(),
+            (limit as i64).into(),
+        ];
+        let seen = match areas {
+            None => String::new(),
+            Some(areas) => {
+                // `+`: the index of targets drives the query, not the sources' key.
+                let sources = areas_sql(areas, "+prefix", "+id", |v| numbered(&mut args, v));
+                format!(" AND {sources}")
+            }
+        };
+        let mut stmt = self.conn.prepare_cached(&format!(
             "SELECT prefix, id, n, line, text, context FROM links
-             WHERE target_prefix = ?1 AND target_id = ?2 AND (prefix, id, n) > (?3, ?4, ?5)
-             ORDER BY prefix, id, n LIMIT ?6",
-        )?;
-        let rows = stmt.query_map(
-            params![prefix, id, after_prefix, after_id, after_n, limit as i64],
-            |r| {
-                Ok(InLink {
-                    source: key_from_row(r.get_ref(0)?.as_str()?, r.get(1)?)?,
-                    n: r.get(2)?,
-                    line: r.get(3)?,
-                    text: r.get(4)?,
-                    context: r.get(5)?,
-                    mention,
-                })
-            },
-        )?;
+             WHERE target_prefix = ?1 AND target_id = ?2 AND (prefix, id, n) > (?3, ?4, ?5){seen}
+             ORDER BY prefix, id, n LIMIT ?6"
+        ))?;
+        let rows = stmt.query_map(params_from_iter(args.iter()), |r| {
+            Ok(InLink {
+                source: key_from_row(r.get_ref(0)?.as_str()?, r.get(1)?)?,
+                n: r.get(2)?,
+                line: r.get(3)?,
+                text: r.get(4)?,
+                context: r.get(5)?,
+                mention,
+            })
+        })?;
         Ok(rows.collect::<rusqlite::Result<_>>()?)
     }
 

@@ -429,6 +429,14 @@ fn migrate(conn: &mut Connection) -> Result<()> {
     Ok(())
 }
 
+/// Binds `value` as the next of `args`, numbered (`?N`), for
+/// [`areas_sql`](crate::store::areas_sql) in a statement of numbered
+/// parameters.
+pub(super) fn numbered(args: &mut Vec<rusqlite::types::Value>, value: String) -> String {
+    args.push(value.into());
+    format!("?{}", args.len())
+}
+
 pub(super) fn key_from_row(prefix: &str, id: String) -> rusqlite::Result<DocKey> {
     let prefix = Prefix::parse(prefix).ok_or_else(|| {
         rusqlite::Error::FromSqlConversionFailure(

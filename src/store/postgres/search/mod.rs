@@ -32,10 +32,11 @@ use postgres::types::ToSql;
 use self::query::{Expr, Phrase};
 use self::snippet::{indexed_text, lead, snippet};
 use super::reader::{PgReader, key};
+use crate::access::Areas;
 use crate::cursor::SearchResume;
 use crate::search::Search;
 use crate::store::sqlite::pair_term;
-use crate::store::{Hit, SearchPage, successor};
+use crate::store::{Hit, SearchPage, areas_sql, successor};
 
 /// How hits are ranked: `ts_rank` over the weights of D (body), C (unused),
 /// B (description) and A (key, title), and normalization 1 (divided by
@@ -48,23 +49,24 @@ const LEAD_BYTES: usize = 2048;
 
 /// Statement parameters, numbered as they are bound.
 #[derive(Default)]
-struct Params(Vec<Box<dyn ToSql + Sync>>);
+pub(super) struct Params(Vec<Box<dyn ToSql + Sync>>);
 
 impl Params {
     /// Binds `value`, and returns its placeholder.
-    fn bind(&mut self, value: impl ToSql + Sync + 'static) -> String {
+    pub(super) fn bind(&mut self, value: impl ToSql + Sync + 'static) -> String {
         self.0.push(Box::new(value));
         format!("${}", self.0.len())
     }
 
-    fn refs(&self) -> Vec<&(dyn ToSql + Sync)> {
+    pub(super) fn refs(&self) -> Vec<&(dyn ToSql + Sync)> {
         self.0.iter().map(|p| p.as_ref()).collect()
     }
 }
 
-/// `under` and `where` on the documents aliased `d`, as ` AND …` conditions.
-fn filters(search: &Search, params: &mut Params) -> String {
-    let mut sql = String::new();
+/// `under`, the areas seen and `where` on the documents aliased `d`, as
+/// ` AND …` conditions.
+fn filters(search: &Search, areas: Option<&Areas>, params: &mut Params) -> String {
+    let mut sql = filters_of_areas(areas, params);
     if let Some(under) = &search.under {
         let prefix = params.bind(under.prefix.as_str().to_string());
         sql.push_str(&format!(" AND d.prefix = {prefix}"));
@@ -91,6 +93,17 @@ fn filters(search: &Search, params: &mut Params) -> String {
     sql
 }
 
+/// ` AND ` the areas on the documents aliased `d`; empty for `None`.
+fn filters_of_areas(areas: Option<&Areas>, params: &mut Params) -> String {
+    match areas {
+        None => String::new(),
+        Some(areas) => format!(
+            " AND {}",
+            areas_sql(areas, "d.prefix", "d.id", |v| params.bind(v))
+        ),
+    }
+}
+
 impl PgReader {
     /// One page of `search`: up to `limit` hits from `resume` on, and the
     /// number of hits in all. One snapshot, so page and total agree.
@@ -100,16 +113,30 @@ impl PgReader {
         resume: Option<&SearchResume>,
         limit: usize,
     ) -> Result<SearchPage> {
+        self.search_seeing(search, None, resume, limit)
+    }
+
+    /// As SQLite's `Reader::search_seeing`: hits, totals, the relaxed
+    /// decision and a long query's rarest terms of the documents in `areas`
+    /// (`None`: all). Scores (`ts_rank`) depend on each document alone, so
+    /// they are those of a store holding only those documents.
+    pub fn search_seeing(
+        &self,
+        search: &Search,
+        areas: Option<&Areas>,
+        resume: Option<&SearchResume>,
+        limit: usize,
+    ) -> Result<SearchPage> {
         self.in_transaction(|| {
             let compiled = match search.is_long() {
-                true => search.compile_selected(&self.term_documents(&search.terms())?),
+                true => search.compile_selected(&self.term_documents(&search.terms(), areas)?),
                 false => search.compile(),
             };
             // As on SQLite: a relaxed search's cursor resumes it; a query
             // of plain words that no document holds all of is relaxed.
             let mut page = match (&compiled.matching, &compiled.relaxed, resume) {
                 (_, Some(relaxed), Some(SearchResume::Relaxed(offset))) => {
-                    self.relaxed(search, relaxed, *offset, limit)?
+                    self.relaxed(search, areas, relaxed, *offset, limit)?
                 }
                 (Some(matching), relaxed, resume) => {
                     let offset = match resume {
@@ -121,10 +148,10 @@ impl PgReader {
                         // rather than fail.
                         _ => 0,
                     };
-                    let page = self.ranked(search, matching, offset, limit)?;
+                    let page = self.ranked(search, areas, matching, offset, limit)?;
                     match relaxed {
                         Some(relaxed) if page.total == 0 && offset == 0 => {
-                            let relaxed = self.relaxed(search, relaxed, 0, limit)?;
+                            let relaxed = self.relaxed(search, areas, relaxed, 0, limit)?;
                             // Relaxed only when that finds something: else the
                             // words are not what kept every document out.
                             if relaxed.total > 0 { relaxed } else { page }
@@ -133,7 +160,7 @@ impl PgReader {
                     }
                 }
                 (None, _, resume) => {
-                    self.in_key_order(search, compiled.excluded.as_deref(), resume, limit)?
+                    self.in_key_order(search, areas, compiled.excluded.as_deref(), resume, limit)?
                 }
             };
             page.terms = compiled.used;
@@ -145,11 +172,12 @@ impl PgReader {
     fn relaxed(
         &self,
         search: &Search,
+        areas: Option<&Areas>,
         relaxed: &str,
         offset: u64,
         limit: usize,
     ) -> Result<SearchPage> {
-        let mut page = self.ranked(search, relaxed, offset, limit)?;
+        let mut page = self.ranked(search, areas, relaxed, offset, limit)?;
         page.relaxed = true;
         page.next = page.next.map(|next| match next {
             SearchResume::Offset(offset) => SearchResume::Relaxed(offset),
@@ -162,16 +190,21 @@ impl PgReader {
     /// of `Search::terms`), in the whole index: one statement, a count of
     /// each term's matches in the GIN index (exact, as SQLite's, so that both
     /// choose the same terms).
-    fn term_documents(&self, terms: &[String]) -> Result<Vec<u64>> {
+    fn term_documents(&self, terms: &[String], areas: Option<&Areas>) -> Result<Vec<u64>> {
         let queries: Vec<Option<String>> = terms
             .iter()
             .map(|term| Ok(Expr::parse(term)?.tsquery()))
             .collect::<Result<_>>()?;
         let with_words: Vec<String> = queries.iter().flatten().cloned().collect();
+        let mut params = Params::default();
+        params.bind(with_words);
+        let seen = filters_of_areas(areas, &mut params);
         let rows = self.conn.borrow_mut().query(
-            "SELECT (SELECT count(*) FROM documents d WHERE d.search @@ u.q::tsquery)
-             FROM unnest($1::text[]) WITH ORDINALITY AS u(q, n) ORDER BY u.n",
-            &[&with_words],
+            &format!(
+                "SELECT (SELECT count(*) FROM documents d WHERE d.search @@ u.q::tsquery{seen})
+                 FROM unnest($1::text[]) WITH ORDINALITY AS u(q, n) ORDER BY u.n"
+            ),
+            &params.refs(),
         )?;
         let mut counts = rows.iter().map(|row| row.get::<_, i64>(0) as u64);
         // A term without words is in no document.
@@ -188,6 +221,7 @@ impl PgReader {
     fn ranked(
         &self,
         search: &Search,
+        areas: Option<&Areas>,
         matching: &str,
         offset: u64,
         limit: usize,
@@ -199,7 +233,7 @@ impl PgReader {
         };
         let mut params = Params::default();
         let q = params.bind(query.clone());
-        let conditions = filters(search, &mut params);
+        let conditions = filters(search, areas, &mut params);
         let from = format!(
             "documents d, (SELECT {q}::text::tsquery AS q) q WHERE d.search @@ q.q{conditions}"
         );
@@ -270,12 +304,13 @@ impl PgReader {
     fn in_key_order(
         &self,
         search: &Search,
+        areas: Option<&Areas>,
         excluded: Option<&str>,
         resume: Option<&SearchResume>,
         limit: usize,
     ) -> Result<SearchPage> {
         let mut params = Params::default();
-        let mut conditions = filters(search, &mut params);
+        let mut conditions = filters(search, areas, &mut params);
         if let Some(excluded) = excluded
             .map(Expr::parse)
             .transpose()?

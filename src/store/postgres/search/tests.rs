@@ -1011,7 +1011,7 @@ fn questions_and_long_queries_are_answered_alike() {
     used.push("nowhereword".to_string());
     assert_eq!(page.terms, Some(used));
     let counts = pg
-        .term_documents(&search(&relaxed_sentence, None, &[]).terms())
+        .term_documents(&search(&relaxed_sentence, None, &[]).terms(), None)
         .unwrap();
     assert_eq!(counts[..3], [60, 59, 58]);
     assert_eq!(counts.last(), Some(&0));

@@ -1085,7 +1085,7 @@ fn a_long_query_is_answered_from_its_most_selective_words() {
     // The counts of the terms are FTS5's: the same as one count per term.
     let reader = store.reader().unwrap();
     let terms = search.terms();
-    let counts = reader.term_documents(&terms).unwrap();
+    let counts = reader.term_documents(&terms, None).unwrap();
     for (term, count) in terms.iter().zip(&counts) {
         let one: i64 = reader
             .conn
