@@ -12,6 +12,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result};
 use clap::{ArgGroup, Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
+use orchestra::access::oauth;
 use orchestra::import::{self, ChangeKind};
 use orchestra::mcp;
 use orchestra::store::{Access, Location, PruneRules, Store};
@@ -143,6 +144,35 @@ struct ServeArgs {
     /// from this file [default: $ORCHESTRA_TOKEN].
     #[arg(long, value_name = "PATH", requires = "http")]
     token_file: Option<PathBuf>,
+    /// With --http: let in the database's scoped API keys (`orchestra
+    /// token create`), each with what its scopes grant, and require a
+    /// credential on every request.
+    #[arg(long, requires = "http")]
+    api_keys: bool,
+    /// With --http: the URL clients reach /mcp at (https://backlog.example.com/mcp):
+    /// the audience OAuth tokens must name and the resource the metadata
+    /// names. Never taken from a request's Host or forwarded headers.
+    #[arg(long, value_name = "URL", requires = "http")]
+    public_url: Option<String>,
+    /// With --http and --public-url: accept OAuth access tokens of this
+    /// issuer (JWTs checked against its published keys), and publish the
+    /// Protected Resource Metadata naming it.
+    #[arg(long, value_name = "URL", requires = "public_url")]
+    oauth_issuer: Option<String>,
+    /// Another audience a token may name instead of --public-url (repeatable).
+    #[arg(long, value_name = "AUDIENCE", requires = "oauth_issuer")]
+    oauth_audience: Vec<String>,
+    /// Check opaque (non-JWT) tokens at this RFC 7662 introspection endpoint,
+    /// as --oauth-client-id with the secret of --oauth-client-secret-file.
+    #[arg(long, value_name = "URL", requires_all = ["oauth_issuer", "oauth_client_id"])]
+    oauth_introspection_url: Option<String>,
+    /// orchestra's client id at the introspection endpoint.
+    #[arg(long, value_name = "ID", requires = "oauth_introspection_url")]
+    oauth_client_id: Option<String>,
+    /// A file whose first line is orchestra's client secret at the
+    /// introspection endpoint [default: $ORCHESTRA_OAUTH_CLIENT_SECRET].
+    #[arg(long, value_name = "PATH", requires = "oauth_introspection_url")]
+    oauth_client_secret_file: Option<PathBuf>,
     /// The project folder the database holds, for writes, when it is not
     /// the watched one (`--db PATH --project DIR`).
     #[arg(long, value_name = "DIR", conflicts_with = "watch")]
@@ -308,6 +338,7 @@ fn run_prune(args: &PruneArgs) -> Result<()> {
 /// token (whoever reaches the port could write).
 fn writer(
     args: &ServeArgs,
+    auth: &mcp::AuthOptions,
     watched: Option<&Path>,
     store: Option<&Store>,
 ) -> Result<Option<Writer>> {
@@ -317,11 +348,65 @@ fn writer(
     if args.read_only {
         return Ok(None);
     }
-    if args.http.is_some() && token(args)?.is_none() {
-        tracing::info!("serving HTTP without a token: read-only (--token-file makes it writable)");
+    if args.http.is_some() && !auth.required() {
+        tracing::info!(
+            "serving HTTP without credentials: read-only (--token-file or --api-keys makes it writable)"
+        );
         return Ok(None);
     }
     Writer::new(folder, store.clone(), import::DEFAULT_MAX_FILE_SIZE).map(Some)
+}
+
+/// What `serve --http` lets in: the static token, the database's API
+/// keys, OAuth access tokens.
+fn auth_options(args: &ServeArgs) -> Result<mcp::AuthOptions> {
+    Ok(mcp::AuthOptions {
+        token: token(args)?,
+        api_keys: args.api_keys,
+        oauth: oauth_options(args)?,
+    })
+}
+
+/// `--oauth-issuer` and what goes with it, checked before the server starts.
+fn oauth_options(args: &ServeArgs) -> Result<Option<mcp::OAuthOptions>> {
+    let (Some(issuer), Some(public_url)) = (&args.oauth_issuer, &args.public_url) else {
+        return Ok(None);
+    };
+    mcp::check_public_url(public_url).map_err(anyhow::Error::msg)?;
+    let introspection = match (&args.oauth_introspection_url, &args.oauth_client_id) {
+        (Some(url), Some(client_id)) => {
+            let secret = match &args.oauth_client_secret_file {
+                Some(path) => std::fs::read_to_string(path).with_context(|| {
+                    format!("cannot read the client secret file {}", path.display())
+                })?,
+                None => std::env::var("ORCHESTRA_OAUTH_CLIENT_SECRET").map_err(|_| {
+                    anyhow::anyhow!(
+                        "--oauth-introspection-url needs a client secret: --oauth-client-secret-file PATH or $ORCHESTRA_OAUTH_CLIENT_SECRET"
+                    )
+                })?,
+            };
+            let secret = secret.lines().next().unwrap_or("").trim().to_string();
+            if secret.is_empty() {
+                anyhow::bail!("the OAuth client secret is empty");
+            }
+            Some(oauth::Introspection {
+                url: url.clone(),
+                client_id: client_id.clone(),
+                client_secret: secret,
+            })
+        }
+        _ => None,
+    };
+    let config = oauth::OAuthConfig {
+        audiences: args.oauth_audience.clone(),
+        introspection,
+        ..oauth::OAuthConfig::new(issuer.clone(), public_url.clone())
+    };
+    Ok(Some(mcp::OAuthOptions {
+        public_url: public_url.clone(),
+        issuer: issuer.clone(),
+        verifier: oauth::Verifier::new(config)?,
+    }))
 }
 
 /// The bearer token of `serve --http`: `--token-file`, else `$ORCHESTRA_TOKEN`.
@@ -390,9 +475,13 @@ fn run_serve(args: ServeArgs, db_given: bool) -> Result<()> {
     } else {
         Some(Store::open(&location, Access::Existing)?)
     };
+    let auth = match args.http {
+        Some(_) => auth_options(&args)?,
+        None => mcp::AuthOptions::default(),
+    };
     let config = mcp::Config {
         page_size: args.page_size as usize,
-        writer: writer(&args, watched.as_deref(), store.as_ref())?,
+        writer: writer(&args, &auth, watched.as_deref(), store.as_ref())?,
         // A client's root, over stdio, is the user's own folder.
         writes_later: !args.read_only && args.http.is_none(),
     };
@@ -416,7 +505,7 @@ fn run_serve(args: ServeArgs, db_given: bool) -> Result<()> {
             let options = mcp::HttpOptions {
                 addr,
                 allowed_origins: args.allow_origin.clone(),
-                token: token(&args)?,
+                auth,
             };
             runtime.block_on(async {
                 // Dropped after the server, so that its connection closes last.

@@ -12,7 +12,8 @@ use tokio::sync::{Mutex, broadcast};
 use super::error::RpcError;
 use super::session::{Admitted, Era, Session};
 use super::subscriptions::{Sink, Subscriptions};
-use super::{Context, handlers};
+use super::{Caller, Context, handlers};
+use crate::access::Principal;
 use crate::store::ChangeBatch;
 
 /// A well-formed JSON-RPC message.
@@ -133,6 +134,8 @@ pub struct Request {
     pub version: &'static str,
     pub method: String,
     pub params: Option<Value>,
+    /// Who asks: the handler answers with what they may see.
+    pub principal: Arc<Principal>,
 }
 
 /// What a transport must do with an admitted message.
@@ -158,11 +161,12 @@ pub struct SessionState {
     pub subs: Arc<Mutex<Subscriptions>>,
 }
 
-/// Admits one message, in arrival order. `sink` receives a listen's
-/// acknowledgement and notifications; `handshake_sink` is where an
-/// `initialize`d session's notifications go, if it is already known.
+/// Admits one message of `principal`'s, in arrival order. `sink` receives
+/// a listen's acknowledgement and notifications; `handshake_sink` is where
+/// an `initialize`d session's notifications go, if it is already known.
 pub async fn admit(
     message: Message,
+    principal: &Arc<Principal>,
     state: &SessionState,
     ctx: &Context,
     sink: &Sink,
@@ -193,7 +197,9 @@ pub async fn admit(
     let era = match admitted {
         Err(error) => return Step::Reply(error_line(&id, &error)),
         Ok(Admitted::Initialize { version }) => {
-            state.subs.lock().await.start_handshake(handshake_sink);
+            let mut subs = state.subs.lock().await;
+            subs.set_visible(principal.grants.read_filter());
+            subs.start_handshake(handshake_sink);
             return Step::Initialized(result_line(&id, &ctx.initialize_json(version)));
         }
         Ok(Admitted::Request(era)) => era,
@@ -201,7 +207,9 @@ pub async fn admit(
     // Subscriptions change session state: handled here, in arrival order.
     let subscribed = match (era, method.as_str()) {
         (Era::Handshake, "resources/subscribe") => {
-            state.subs.lock().await.subscribe(params.as_ref())
+            let mut subs = state.subs.lock().await;
+            subs.set_visible(principal.grants.read_filter());
+            subs.subscribe(params.as_ref())
         }
         (Era::Handshake, "resources/unsubscribe") => {
             state.subs.lock().await.unsubscribe(params.as_ref())
@@ -209,6 +217,7 @@ pub async fn admit(
         (Era::Stateless, "subscriptions/listen") => {
             // The request stays open until the client cancels it.
             let mut subs = state.subs.lock().await;
+            subs.set_visible(principal.grants.read_filter());
             return match subs.listen(&id, params.as_ref(), sink.clone()).await {
                 Ok(()) => Step::Listening,
                 Err(error) => Step::Reply(error_line(&id, &error)),
@@ -221,6 +230,7 @@ pub async fn admit(
                 version,
                 method,
                 params,
+                principal: principal.clone(),
             });
         }
     };
@@ -245,10 +255,15 @@ pub async fn run_coded(ctx: Arc<Context>, request: Request) -> (String, Option<i
         version,
         method,
         params,
+        principal,
     } = request;
     let handled = {
         let ctx = ctx.clone();
-        crate::reads::run(move || handlers::handle(&ctx, era, version, &method, params)).await
+        crate::reads::run(move || {
+            let caller = Caller::new(&ctx, &principal.grants);
+            handlers::handle(&caller, era, version, &method, params)
+        })
+        .await
     };
     match handled {
         Ok(Ok(handled)) => (result_line(&id, &ctx.finish(era, handled)), None),

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::error::RpcError;
 use super::session::Era;
-use super::{Context, MIME_TYPE, icons, tools};
+use super::{Caller, MIME_TYPE, icons, tools};
 use crate::doc::{DocKey, Prefix};
 use crate::store::{DocSummary, Fetched, Reader};
 use crate::{cursor, uri};
@@ -45,7 +45,7 @@ pub struct Handled {
 /// Runs one request of `era`. Everything here is blocking (SQLite): call it
 /// off the async threads.
 pub fn handle(
-    ctx: &Context,
+    ctx: &Caller,
     era: Era,
     version: &str,
     method: &str,
@@ -96,7 +96,7 @@ struct ListParams {
     cursor: Option<String>,
 }
 
-fn list(ctx: &Context, params: ListParams) -> Result<Handled, RpcError> {
+fn list(ctx: &Caller, params: ListParams) -> Result<Handled, RpcError> {
     let after = params.cursor.as_deref().map(cursor::decode).transpose()?;
     let (page, next) = match ctx.store() {
         Some(store) => page(&store.reader()?, after.as_ref(), ctx.page_size)?,
@@ -160,7 +160,7 @@ struct ReadParams {
     uri: String,
 }
 
-fn read(ctx: &Context, params: ReadParams, stateless: bool) -> Result<Handled, RpcError> {
+fn read(ctx: &Caller, params: ReadParams, stateless: bool) -> Result<Handled, RpcError> {
     let named = uri::parse_versioned(&params.uri)
         .map_err(|e| RpcError::invalid_params(format!("invalid uri: {e}")))?;
     let key = match named.version {
@@ -235,7 +235,7 @@ fn read_result(
 /// they were imported. A version that does not exist, or a removal, is
 /// not found.
 fn read_version(
-    ctx: &Context,
+    ctx: &Caller,
     asked: &str,
     key: &crate::doc::DocKey,
     number: u32,
@@ -350,7 +350,7 @@ struct CompleteContext {
 /// At most this many values per completion (the protocol's limit).
 const MAX_COMPLETIONS: usize = CompletionInfo::MAX_VALUES;
 
-fn complete(ctx: &Context, params: CompleteParams) -> Result<Handled, RpcError> {
+fn complete(ctx: &Caller, params: CompleteParams) -> Result<Handled, RpcError> {
     if params.reference.kind != "ref/resource" {
         return Err(RpcError::invalid_params(format!(
             "cannot complete a {}: orchestra has no prompts, only resource templates",

@@ -27,12 +27,13 @@ use rmcp::model::{
 use serde_json::{Map, Value};
 use tokio::sync::broadcast;
 
-use crate::store::{ChangeBatch, ChangeWatcher, Store};
+use crate::access::Grants;
+use crate::store::{ChangeBatch, ChangeWatcher, Reader, Store};
 use crate::write::Writer;
 pub use error::RpcError;
 pub use framing::MAX_LINE;
 use handlers::Freshness;
-pub use http::{HttpOptions, MAX_BODY, serve_http};
+pub use http::{AuthOptions, HttpOptions, MAX_BODY, OAuthOptions, check_public_url, serve_http};
 pub use session::{Era, HANDSHAKE_VERSIONS, STATELESS_VERSION};
 pub use stdio::{serve, serve_stdio, shutdown_signal};
 
@@ -97,6 +98,55 @@ impl StoreSlot {
     fn set(&self, store: Store, writer: Option<Writer>) {
         *self.store.write().unwrap_or_else(|e| e.into_inner()) = Some(store);
         *self.writer.write().unwrap_or_else(|e| e.into_inner()) = writer;
+    }
+}
+
+/// A request's view of the [`Context`]: the store as its caller may see it.
+/// Handlers take this, never the context alone, so that no read forgets
+/// the caller's grants.
+pub struct Caller<'a> {
+    ctx: &'a Context,
+    pub grants: &'a Grants,
+}
+
+impl std::ops::Deref for Caller<'_> {
+    type Target = Context;
+
+    fn deref(&self) -> &Context {
+        self.ctx
+    }
+}
+
+impl<'a> Caller<'a> {
+    pub fn new(ctx: &'a Context, grants: &'a Grants) -> Caller<'a> {
+        Caller { ctx, grants }
+    }
+
+    /// The store as the caller sees it, when a project is known.
+    fn store(&self) -> Option<Seen> {
+        Some(Seen {
+            store: self.ctx.store()?,
+            grants: self.grants.clone(),
+        })
+    }
+}
+
+/// The store through a caller's grants: its readers see only the areas
+/// the caller may read (or search), filtered in their queries.
+pub struct Seen {
+    store: Store,
+    grants: Grants,
+}
+
+impl Seen {
+    /// A reader of what the caller may read.
+    fn reader(&self) -> Result<Reader> {
+        Ok(self.store.reader()?.seeing(self.grants.read_filter()))
+    }
+
+    /// A reader of what the caller may search.
+    fn search_reader(&self) -> Result<Reader> {
+        Ok(self.store.reader()?.seeing(self.grants.search_filter()))
     }
 }
 

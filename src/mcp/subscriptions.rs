@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::error::RpcError;
+use crate::access::Areas;
 use crate::doc::{ChangeKind, DocKey};
 use crate::store::ChangeBatch;
 use crate::uri;
@@ -54,9 +55,26 @@ pub struct Subscriptions {
     handshake_sink: Option<Sink>,
     resources: Uris,
     listens: Vec<Listen>,
+    /// The documents the session's caller may read (`None`: all): changes
+    /// to others notify nothing, as if they were not there.
+    visible: Option<Areas>,
 }
 
 impl Subscriptions {
+    /// What the caller of the session's last request may read: its
+    /// notifications follow it (a token's scopes may grow by a step-up).
+    pub fn set_visible(&mut self, visible: Option<Areas>) {
+        if self.visible != visible {
+            self.visible = visible;
+        }
+    }
+
+    fn sees(&self, key: &DocKey) -> bool {
+        self.visible
+            .as_ref()
+            .is_none_or(|areas| areas.contains(key))
+    }
+
     fn count(&self) -> usize {
         self.resources.len() + self.listens.iter().map(|l| l.uris.len()).sum::<usize>()
     }
@@ -210,18 +228,22 @@ impl Subscriptions {
             .collect()
     }
 
+    fn everything(&self, batch: &ChangeBatch) -> Everything<'_> {
+        batch.truncated.then_some(&self.visible)
+    }
+
     /// The notification lines `batch` makes for this session, coalesced,
     /// each with the stream it belongs to.
     pub fn notifications(&self, batch: &ChangeBatch) -> Vec<(Target, String)> {
         let mut changed: HashSet<&DocKey> = HashSet::with_capacity(batch.changes.len());
         let mut list_changed = batch.truncated;
-        for (kind, key) in &batch.changes {
+        for (kind, key) in batch.changes.iter().filter(|(_, key)| self.sees(key)) {
             changed.insert(key);
             list_changed |= *kind != ChangeKind::Updated;
         }
         let mut lines = Vec::new();
         if self.handshake && self.handshake_sink.is_some() {
-            for line in updated(&self.resources, &changed, batch.truncated, None) {
+            for line in updated(&self.resources, &changed, self.everything(batch), None) {
                 lines.push((Target::Handshake, line));
             }
             if list_changed {
@@ -230,7 +252,12 @@ impl Subscriptions {
             }
         }
         for (i, listen) in self.listens.iter().enumerate() {
-            for line in updated(&listen.uris, &changed, batch.truncated, Some(&listen.id)) {
+            for line in updated(
+                &listen.uris,
+                &changed,
+                self.everything(batch),
+                Some(&listen.id),
+            ) {
                 lines.push((Target::Listen(i), line));
             }
             if list_changed && listen.list_changed {
@@ -245,16 +272,25 @@ impl Subscriptions {
     }
 }
 
-/// One `updated` line per subscribed URI that changed (all of them when the
-/// batch is truncated), walking whichever set is smaller.
+/// Whether a batch may have changed anything: it was truncated (a reader
+/// too far behind). Then every subscribed document the caller sees counts
+/// as changed.
+type Everything<'a> = Option<&'a Option<Areas>>;
+
+/// One `updated` line per subscribed URI that changed (every visible one
+/// when `everything`), walking whichever set is smaller.
 fn updated(
     subscribed: &Uris,
     changed: &HashSet<&DocKey>,
-    everything: bool,
+    everything: Everything,
     listen: Option<&Value>,
 ) -> Vec<String> {
-    let mut hits: Vec<&String> = if everything {
-        subscribed.values().collect()
+    let mut hits: Vec<&String> = if let Some(visible) = everything {
+        subscribed
+            .iter()
+            .filter(|(key, _)| visible.as_ref().is_none_or(|areas| areas.contains(key)))
+            .map(|(_, uri)| uri)
+            .collect()
     } else if subscribed.len() <= changed.len() {
         subscribed
             .iter()

@@ -1,8 +1,12 @@
 //! The viewer's diff page: `/diff/{prefix}/{id…}?from=A&to=B`, two versions of a document compared line by line, from the same `history::diff` as the `diff` tool.
+//!
+//! It reads as the caller sees the store: a document outside its read
+//! areas has no versions, and gets the answer of one never imported.
 
 use std::sync::Arc;
 
 use askama::Template;
+use axum::Extension;
 use axum::extract::{Query, Request, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -10,6 +14,7 @@ use axum::response::Response;
 use super::pages::{Chrome, Crumb, crumbs, error_page, internal, read, rendered};
 use super::render::{doc_path, uri_path};
 use super::{Viewer, key_of_path};
+use crate::access::Principal;
 use crate::history::{self, DiffError};
 
 #[derive(serde::Deserialize)]
@@ -48,6 +53,7 @@ fn number(text: Option<&str>) -> Result<Option<u32>, String> {
 /// previous version and the newest).
 pub(super) async fn diff(
     State(viewer): State<Arc<Viewer>>,
+    Extension(principal): Extension<Arc<Principal>>,
     Query(query): Query<DiffQuery>,
     request: Request,
 ) -> Response {
@@ -65,7 +71,7 @@ pub(super) async fn diff(
         }
     };
     let lookup = key.clone();
-    let answered = read(&viewer.store, move |r| {
+    let answered = read(&viewer.store, principal.grants.read_filter(), move |r| {
         r.in_transaction(|| Ok((r.seq()?, history::diff(r, &lookup, from, to)?)))
     })
     .await;

@@ -9,6 +9,15 @@
 //! version the form was opened at) shows what changed since that version,
 //! with the current version in the form, so that saving again is a choice.
 //!
+//! Both need the caller's grant to write (`Grants::can` on the document,
+//! the write areas covering the folder for "New"), on the form and on its
+//! POST alike. A caller that may read the document but not write it gets
+//! 403 naming the scope it needs (`orchestra:write:features`); one that may
+//! not even read it gets the page of a missing document, so that the form
+//! does not reveal what exists. A "New" form's folder need not exist: a
+//! caller without write on it gets the 403, whatever it may read there.
+//! Either answer depends on the grants alone, never on what is stored.
+//!
 //! Every POST must come from a page of this server (its `Origin` is this
 //! server's own, or, without one, `Sec-Fetch-Site: same-origin`): the token
 //! lives in a `SameSite=Strict` cookie, and this check is the forms' CSRF
@@ -27,6 +36,7 @@
 use std::sync::Arc;
 
 use askama::Template;
+use axum::Extension;
 use axum::body::Bytes;
 use axum::extract::{DefaultBodyLimit, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -36,7 +46,9 @@ use super::diff::classified;
 use super::pages::{Chrome, Crumb, crumbs, error_page, internal, missing, not_found, read};
 use super::render::{doc_path, uri_path};
 use super::{MAX_RENDERED_BYTES, Viewer, html, key_of_path, under_of};
+use crate::access::{Principal, Scope, Verb};
 use crate::doc::DocKey;
+use crate::search::Under;
 use crate::store::Fetched;
 use crate::uri;
 use crate::write::{Refused, Request as WriteRequest, Written};
@@ -98,7 +110,7 @@ fn read_only() -> Response {
         StatusCode::NOT_FOUND,
         "Read-only",
         "This server does not change documents: it was started with --read-only, without \
-         the project's folder, or over HTTP without a token (--token-file)."
+         the project's folder, or over HTTP without credentials (--token-file, --api-keys or --oauth-issuer)."
             .to_string(),
     )
 }
@@ -124,6 +136,50 @@ fn same_origin(headers: &HeaderMap) -> bool {
         }),
         None => site == Some("same-origin"),
     }
+}
+
+/// The page of a form the caller may not use: 403, naming the scope it
+/// needs to `what` (`change orchestra://features/FEAT-001`).
+fn needs_scope(scope: Scope, what: &str) -> Response {
+    error_page(
+        StatusCode::FORBIDDEN,
+        "Not allowed",
+        format!("To {what}, a credential needs the scope {scope}, which this one does not have."),
+    )
+}
+
+/// The answer to a caller that may not write `key`, or `None` when it may:
+/// 403 naming the scope when it may read the document, else the page of a
+/// missing document. The grants alone decide which, not the store.
+async fn refused_write(viewer: &Viewer, principal: &Principal, key: &DocKey) -> Option<Response> {
+    let grants = &principal.grants;
+    if grants.can(Verb::Write, key) {
+        return None;
+    }
+    if !grants.can(Verb::Read, key) {
+        return Some(missing(viewer, grants.read_filter(), key.clone(), None).await);
+    }
+    let scope = Scope {
+        verb: Verb::Write,
+        area: Some(Under {
+            prefix: key.prefix,
+            folder: None,
+        }),
+    };
+    Some(needs_scope(scope, &format!("change {}", uri::format(key))))
+}
+
+/// The answer to a caller that may not create documents under `under`
+/// (its write areas do not cover it), or `None` when it may.
+fn refused_new(principal: &Principal, under: &Under) -> Option<Response> {
+    if principal.grants.areas(Verb::Write).covers(under) {
+        return None;
+    }
+    let scope = Scope {
+        verb: Verb::Write,
+        area: Some(under.clone()),
+    };
+    Some(needs_scope(scope, &format!("add a document to {under}")))
 }
 
 fn cross_origin() -> Response {
@@ -246,16 +302,27 @@ fn doc_crumbs(key: &DocKey) -> Vec<Crumb> {
 }
 
 /// GET `/edit/{prefix}/{id…}`: the document's text in a form, with the
-/// version it is at.
-pub(super) async fn edit_form(State(viewer): State<Arc<Viewer>>, request: Request) -> Response {
+/// version it is at, for a caller that may write it.
+pub(super) async fn edit_form(
+    State(viewer): State<Arc<Viewer>>,
+    Extension(principal): Extension<Arc<Principal>>,
+    request: Request,
+) -> Response {
     if viewer.writer.is_none() {
         return read_only();
     }
     let Some(key) = key_of_path(request.uri().path(), "/edit/") else {
         return not_found("That is not a document path: /edit/{prefix}/{id}.").await;
     };
+    if let Some(refusal) = refused_write(&viewer, &principal, &key).await {
+        return refusal;
+    }
     let lookup = key.clone();
-    let fetched = read(&viewer.store, move |r| r.get(&lookup, MAX_EDITED_BYTES)).await;
+    let areas = principal.grants.read_filter();
+    let fetched = read(&viewer.store, areas.clone(), move |r| {
+        r.get(&lookup, MAX_EDITED_BYTES)
+    })
+    .await;
     let doc = match fetched {
         Ok(Some(Fetched::Document(doc))) => doc,
         Ok(Some(Fetched::TooLarge { size })) => {
@@ -267,7 +334,7 @@ pub(super) async fn edit_form(State(viewer): State<Arc<Viewer>>, request: Reques
                 ),
             );
         }
-        Ok(None) => return missing(&viewer, key, None).await,
+        Ok(None) => return missing(&viewer, areas, key, None).await,
         Err(e) => return internal(e),
     };
     let text = match (doc.is_text, String::from_utf8(doc.body)) {
@@ -304,6 +371,7 @@ pub(super) async fn edit_form(State(viewer): State<Arc<Viewer>>, request: Reques
 /// the whole text written if the document is still at `version`.
 pub(super) async fn save(
     State(viewer): State<Arc<Viewer>>,
+    Extension(principal): Extension<Arc<Principal>>,
     headers: HeaderMap,
     request_uri: axum::http::Uri,
     body: Bytes,
@@ -317,6 +385,9 @@ pub(super) async fn save(
     let Some(key) = key_of_path(request_uri.path(), "/edit/") else {
         return not_found("That is not a document path: /edit/{prefix}/{id}.").await;
     };
+    if let Some(refusal) = refused_write(&viewer, &principal, &key).await {
+        return refusal;
+    }
     let fields = match posted_form(&headers, &body) {
         Ok(fields) => fields,
         Err(refusal) => return bad_form(refusal),
@@ -370,7 +441,8 @@ pub(super) async fn save(
         Ok(Ok(written)) => return see_other(&doc_path(&written.key)),
         Ok(Err(refused)) => match opened_at {
             Some(opened) if refused.0.contains("changed since version") => {
-                match conflict(&viewer, &key, opened, &mut page).await {
+                let areas = principal.grants.read_filter();
+                match conflict(&viewer, areas, &key, opened, &mut page).await {
                     Ok(status) => status,
                     Err(e) => return internal(e),
                 }
@@ -394,12 +466,13 @@ pub(super) async fn save(
 /// `opened` to it.
 async fn conflict(
     viewer: &Viewer,
+    areas: Option<crate::access::Areas>,
     key: &DocKey,
     opened: u32,
     page: &mut EditPage,
 ) -> anyhow::Result<StatusCode> {
     let lookup = key.clone();
-    let (then, now) = read(&viewer.store, move |r| {
+    let (then, now) = read(&viewer.store, areas, move |r| {
         r.in_transaction(|| {
             let then = r.version(&lookup, opened)?.map(|v| v.body);
             let now = match r.get(&lookup, MAX_EDITED_BYTES)? {
@@ -448,14 +521,14 @@ fn see_other(location: &str) -> Response {
 
 /// The listing a `/new/…` path names: its `Under`, and the `/new/` and
 /// `/ls/` paths of it.
-fn new_target(path: &str) -> Option<(crate::search::Under, String, String)> {
+fn new_target(path: &str) -> Option<(Under, String, String)> {
     let rest = path.strip_prefix("/new/")?;
     let under = under_of(rest)?;
     let rest = rest.trim_end_matches('/');
     Some((under, format!("/new/{rest}"), format!("/ls/{rest}")))
 }
 
-fn new_page(under: &crate::search::Under, action: String, back_href: String) -> EditPage {
+fn new_page(under: &Under, action: String, back_href: String) -> EditPage {
     EditPage {
         chrome: Chrome::new(0, String::new()),
         crumbs: crumbs(under.prefix, under.folder.as_deref().unwrap_or_default()),
@@ -472,8 +545,13 @@ fn new_page(under: &crate::search::Under, action: String, back_href: String) -> 
     }
 }
 
-/// GET `/new/{prefix}[/{folder…}]`: the form of a new document there.
-pub(super) async fn new_form(State(viewer): State<Arc<Viewer>>, request: Request) -> Response {
+/// GET `/new/{prefix}[/{folder…}]`: the form of a new document there,
+/// for a caller that may write there.
+pub(super) async fn new_form(
+    State(viewer): State<Arc<Viewer>>,
+    Extension(principal): Extension<Arc<Principal>>,
+    request: Request,
+) -> Response {
     if viewer.writer.is_none() {
         return read_only();
     }
@@ -481,6 +559,9 @@ pub(super) async fn new_form(State(viewer): State<Arc<Viewer>>, request: Request
         return not_found("No such prefix or folder: the prefixes are docs, features and notes.")
             .await;
     };
+    if let Some(refusal) = refused_new(&principal, &under) {
+        return refusal;
+    }
     form_page(StatusCode::OK, &new_page(&under, action, back))
 }
 
@@ -503,6 +584,7 @@ fn new_content(title: Option<&str>, text: &str) -> String {
 /// next number of the folder's pattern, else the title's slug).
 pub(super) async fn create(
     State(viewer): State<Arc<Viewer>>,
+    Extension(principal): Extension<Arc<Principal>>,
     headers: HeaderMap,
     request_uri: axum::http::Uri,
     body: Bytes,
@@ -517,6 +599,9 @@ pub(super) async fn create(
         return not_found("No such prefix or folder: the prefixes are docs, features and notes.")
             .await;
     };
+    if let Some(refusal) = refused_new(&principal, &under) {
+        return refusal;
+    }
     let fields = match posted_form(&headers, &body) {
         Ok(fields) => fields,
         Err(refusal) => return bad_form(refusal),

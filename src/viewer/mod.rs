@@ -7,6 +7,17 @@
 //! the same in a backlog of any size. The Host, Origin and token checks of
 //! the HTTP server stand in front of every route here; a server that
 //! writes adds the forms of `edit` ("Edit" and "New").
+//!
+//! A caller sees only what it may read. The HTTP guard puts its
+//! `Arc<Principal>` in each request's extensions (and refuses a caller
+//! lacking a route's verb outright); every handler here reads through
+//! `store.reader()?.seeing(grants.read_filter())` (the search page:
+//! `search_filter()`), so listings, counts, links, suggestions and history
+//! are filtered in the store's queries, and a document outside the
+//! caller's areas gets the very page of a missing one. Live updates drop
+//! the changes of documents the caller may not read. With no credential
+//! required, a caller has every grant, the filter is `None`, and every
+//! page is what it would be without one.
 
 mod diff;
 mod edit;
@@ -16,15 +27,16 @@ pub mod render;
 use std::convert::Infallible;
 use std::sync::Arc;
 
-use axum::Router;
 use axum::extract::{Query, Request, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Redirect, Response};
 use axum::routing::{get, post};
+use axum::{Extension, Router};
 use tokio::sync::broadcast;
 use tokio_stream::StreamExt;
 
+use crate::access::{Areas, Principal, area_name};
 use crate::doc::{ChangeKind, DocKey};
 use crate::search::Under;
 use crate::store::{ChangeBatch, Store};
@@ -50,28 +62,42 @@ const ICON: &str = include_str!("../../assets/icons/orchestra.svg");
 pub struct Viewer {
     store: Store,
     changes: broadcast::Sender<Arc<ChangeBatch>>,
-    /// Documents under a prefix or folder, by the feed sequence they were
+    /// Documents under a prefix or folder, as seen from some read areas
+    /// (their names; `None`: everything), by the feed sequence they were
     /// counted at: a count walks its index range, so a list page counts
     /// once per import instead of once per view.
-    counts: std::sync::Mutex<std::collections::HashMap<String, (i64, u64)>>,
+    counts: std::sync::Mutex<std::collections::HashMap<CountKey, (i64, u64)>>,
     /// The writer of the project folder, when the server writes: the
     /// pages offer "Edit" and "New" then.
     writer: Option<Writer>,
 }
 
+/// What a count is cached by: the `Under`, and the read areas it was
+/// counted for (their names, which hold no space; `None`: everything), so
+/// that no caller is given a count made for another's areas.
+type CountKey = (String, Option<String>);
+
 /// Counts the viewer keeps; beyond, it forgets them all and starts again.
 const COUNTS_KEPT: usize = 1024;
 
 impl Viewer {
-    /// The number of documents under `under` at `seq`, counted by `count`
-    /// unless this sequence's count is known.
+    /// The number of documents under `under` that a reader seeing `areas`
+    /// sees at `seq`, counted by `count` unless this sequence's count for
+    /// those areas is known.
     fn count_under(
         &self,
         under: &Under,
+        areas: Option<&Areas>,
         seq: i64,
         count: impl FnOnce() -> anyhow::Result<u64>,
     ) -> anyhow::Result<u64> {
-        let key = under.to_string();
+        let key = (
+            under.to_string(),
+            areas.map(|areas| {
+                let names: Vec<String> = areas.as_slice().iter().map(area_name).collect();
+                names.join(" ")
+            }),
+        );
         let cached = self
             .counts
             .lock()
@@ -180,6 +206,7 @@ fn key_of_path(request_path: &str, route: &str) -> Option<DocKey> {
 /// GET `/raw/{prefix}/{id…}`: the stored bytes, as a download.
 async fn raw(
     State(viewer): State<Arc<Viewer>>,
+    Extension(principal): Extension<Arc<Principal>>,
     Query(query): Query<RawQuery>,
     request: Request,
 ) -> Response {
@@ -195,8 +222,10 @@ async fn raw(
     };
     let store = viewer.store.clone();
     let lookup = key.clone();
+    let areas = principal.grants.read_filter();
+    let seen = areas.clone();
     let fetched = crate::reads::run(move || {
-        let reader = store.reader()?;
+        let reader = store.reader()?.seeing(seen);
         match version {
             None => reader.get(&lookup, MAX_RAW_BYTES),
             Some(number) => Ok(reader.version(&lookup, number)?.map(|found| {
@@ -230,7 +259,7 @@ async fn raw(
                 format!("The document is {size} bytes, more than the server sends."),
             );
         }
-        Ok(Ok(None)) => return pages::missing(&viewer, key, version).await,
+        Ok(Ok(None)) => return pages::missing(&viewer, areas, key, version).await,
         Ok(Err(e)) => return pages::internal(e),
         Err(e) => return pages::internal(e.into()),
     };
@@ -323,13 +352,17 @@ struct EventsQuery {
 }
 
 /// GET `/events`: live updates, one SSE event per import that changed
-/// something, its id the import's feed sequence. A reconnecting browser
-/// sends `Last-Event-ID` and gets what it missed, read from the feed in the
-/// database; a page also says which sequence it was rendered at (`after`),
-/// so an import between the render and the connection is not lost. Idle,
-/// the stream carries only keep-alive comments.
+/// something the caller may read, its id the import's feed sequence. A
+/// reconnecting browser sends `Last-Event-ID` and gets what it missed, read
+/// from the feed in the database; a page also says which sequence it was
+/// rendered at (`after`), so an import between the render and the
+/// connection is not lost. Changes to documents outside the caller's read
+/// areas are left out, and an import of only those sends nothing; an event
+/// that names no key (`all`: a truncated feed, a lagging stream) still goes
+/// out. Idle, the stream carries only keep-alive comments.
 async fn events(
     State(viewer): State<Arc<Viewer>>,
+    Extension(principal): Extension<Arc<Principal>>,
     Query(query): Query<EventsQuery>,
     headers: HeaderMap,
 ) -> Response {
@@ -338,11 +371,14 @@ async fn events(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<i64>().ok())
         .or(query.after);
+    let areas = principal.grants.read_filter();
     // Subscribe before reading the backlog: nothing falls between the two.
     let receiver = viewer.changes.subscribe();
     let missed = match last_seen {
         Some(after) => {
             let store = viewer.store.clone();
+            // The feed and its sequence are the store's, unfiltered: the
+            // changes are filtered below, by key.
             let read = crate::reads::run(move || {
                 let reader = store.reader()?;
                 reader.in_transaction(|| Ok((reader.seq()?, reader.changes_after(after)?)))
@@ -364,11 +400,15 @@ async fn events(
         None => None,
     };
     let start_seq = missed.as_ref().map(|b| b.seq).or(last_seen).unwrap_or(0);
-    let first = tokio_stream::iter(missed.map(|batch| Ok(change_event(&batch))));
+    let first = tokio_stream::iter(
+        missed
+            .and_then(|batch| change_event(&batch, areas.as_ref()))
+            .map(Ok),
+    );
     let live = tokio_stream::wrappers::BroadcastStream::new(receiver).filter_map(move |item| {
         match item {
             Ok(batch) if batch.seq <= start_seq => None,
-            Ok(batch) => Some(Ok::<_, Infallible>(change_event(&batch))),
+            Ok(batch) => change_event(&batch, areas.as_ref()).map(Ok::<_, Infallible>),
             // Fell behind the channel: the page reloads what it shows.
             Err(_) => Some(Ok(Event::default().event("change").data(
                 serde_json::json!({ "seq": null, "all": true, "keys": [] }).to_string(),
@@ -382,16 +422,24 @@ async fn events(
     response
 }
 
-/// One import's changes as an SSE event: `{seq, all, keys}`, `all` when the
-/// page cannot tell from the keys (a large import, a truncated feed).
-fn change_event(batch: &ChangeBatch) -> Event {
-    let all = batch.truncated || batch.changes.len() > EVENT_KEYS;
+/// One import's changes that a reader seeing `areas` sees (`None`: all of
+/// them) as an SSE event: `{seq, all, keys}`, `all` when the page cannot
+/// tell from the keys (a large import, a truncated feed). `None` when the
+/// batch names keys but none of them is seen.
+fn change_event(batch: &ChangeBatch, areas: Option<&Areas>) -> Option<Event> {
+    let seen: Vec<&(ChangeKind, DocKey)> = batch
+        .changes
+        .iter()
+        .filter(|(_, key)| areas.is_none_or(|areas| areas.contains(key)))
+        .collect();
+    if seen.is_empty() && !batch.truncated && !batch.changes.is_empty() {
+        return None;
+    }
+    let all = batch.truncated || seen.len() > EVENT_KEYS;
     let keys: Vec<String> = if all {
         Vec::new()
     } else {
-        batch
-            .changes
-            .iter()
+        seen.iter()
             .map(|(kind, key)| {
                 let mark = match kind {
                     ChangeKind::New => '+',
@@ -402,10 +450,12 @@ fn change_event(batch: &ChangeBatch) -> Event {
             })
             .collect()
     };
-    Event::default()
-        .event("change")
-        .id(batch.seq.to_string())
-        .data(serde_json::json!({ "seq": batch.seq, "all": all, "keys": keys }).to_string())
+    Some(
+        Event::default()
+            .event("change")
+            .id(batch.seq.to_string())
+            .data(serde_json::json!({ "seq": batch.seq, "all": all, "keys": keys }).to_string()),
+    )
 }
 
 /// `docs/adr` → the listing's `Under`, from a `/ls/…` path (percent-decoded).

@@ -1,9 +1,15 @@
 //! The viewer's HTML pages: what each reads from the store (a document page: the document, its history, its mentions and a page of its backlinks, in one read transaction) and the askama template it fills (`templates/*.html`).
+//!
+//! Every read goes through [`read`] with the caller's read areas (the
+//! search page: its search areas), so a page shows only what its caller
+//! may read, filtered in the store's queries: a document outside them is
+//! answered by [`missing`], byte for byte the page of one never stored.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use askama::Template;
+use axum::Extension;
 use axum::extract::{Query, Request, State};
 use axum::http::StatusCode;
 use axum::response::Response;
@@ -11,6 +17,7 @@ use serde_json::Value;
 
 use super::render::{self, Heading, doc_path, escape, uri_path};
 use super::{LIST_PAGE, MAX_RENDERED_BYTES, Viewer, assets_version, html, key_of_path, under_of};
+use crate::access::{Areas, Principal, Verb};
 use crate::cursor::{self, LinksResume};
 use crate::doc::{DocKey, Prefix};
 use crate::search::{self, Filter, Search, SearchError, Under};
@@ -99,13 +106,15 @@ fn date(mtime_ns: i64) -> String {
     format!("{} {} UTC", &text[..10], &text[11..16])
 }
 
-/// Runs `read` on a pooled connection off the async threads.
+/// Runs `read` on a pooled connection off the async threads, with a
+/// reader that sees only the documents in `areas` (`None`: all of them).
 pub(super) async fn read<T: Send + 'static>(
     store: &Store,
+    areas: Option<Areas>,
     read: impl FnOnce(&crate::store::Reader) -> anyhow::Result<T> + Send + 'static,
 ) -> anyhow::Result<T> {
     let store = store.clone();
-    crate::reads::run(move || read(&store.reader()?))
+    crate::reads::run(move || read(&store.reader()?.seeing(areas)))
         .await
         .map_err(anyhow::Error::from)?
 }
@@ -159,11 +168,18 @@ pub(super) async fn not_found(message: &str) -> Response {
     error_page(StatusCode::NOT_FOUND, "Not found", message.to_string())
 }
 
-/// The page for a document (or version) that is not there: 404, the
-/// versions it had if it had any, else the nearest ids.
-pub(super) async fn missing(viewer: &Viewer, key: DocKey, version: Option<u32>) -> Response {
+/// The page for a document (or version) that is not there, or not in the
+/// caller's read `areas` (the same page: its existence is not revealed):
+/// 404, the versions it had if it had any, else the nearest ids, all as a
+/// reader seeing `areas` finds them.
+pub(super) async fn missing(
+    viewer: &Viewer,
+    areas: Option<Areas>,
+    key: DocKey,
+    version: Option<u32>,
+) -> Response {
     let lookup = key.clone();
-    let found = read(&viewer.store, move |r| {
+    let found = read(&viewer.store, areas, move |r| {
         Ok((
             r.seq()?,
             r.history(&lookup, None, HISTORY_SHOWN)?,
@@ -218,11 +234,16 @@ struct HomePage {
     prefixes: Vec<PrefixRow>,
 }
 
-/// GET `/`: the prefixes and their document counts.
-pub(super) async fn home(State(viewer): State<Arc<Viewer>>) -> Response {
+/// GET `/`: the prefixes and the caller's document counts.
+pub(super) async fn home(
+    State(viewer): State<Arc<Viewer>>,
+    Extension(principal): Extension<Arc<Principal>>,
+) -> Response {
     let (store, shared) = (viewer.store.clone(), viewer.clone());
     let root_store = store.clone();
-    let answered = read(&store, move |r| {
+    let areas = principal.grants.read_filter();
+    let seen = areas.clone();
+    let answered = read(&store, areas, move |r| {
         r.in_transaction(|| {
             let seq = r.seq()?;
             let mut prefixes = Vec::new();
@@ -232,7 +253,8 @@ pub(super) async fn home(State(viewer): State<Arc<Viewer>>) -> Response {
                     folder: None,
                 };
                 // Counted once per import, as on the list pages.
-                let documents = shared.count_under(&under, seq, || r.count_under(&under))?;
+                let documents =
+                    shared.count_under(&under, seen.as_ref(), seq, || r.count_under(&under))?;
                 prefixes.push(PrefixRow {
                     name: prefix.as_str(),
                     documents,
@@ -319,9 +341,10 @@ fn list_row(doc: &DocSummary) -> ListRow {
 }
 
 /// GET `/ls/{prefix}[/{folder…}]?after=ID`: a keyset page of the documents
-/// under a prefix or folder.
+/// under a prefix or folder that the caller may read.
 pub(super) async fn list(
     State(viewer): State<Arc<Viewer>>,
+    Extension(principal): Extension<Arc<Principal>>,
     Query(query): Query<ListQuery>,
     request: Request,
 ) -> Response {
@@ -336,7 +359,9 @@ pub(super) async fn list(
     };
     let after = query.after.filter(|a| !a.is_empty());
     let (lookup, resume, shared) = (under.clone(), after.clone(), viewer.clone());
-    let answered = read(&viewer.store, move |r| {
+    let areas = principal.grants.read_filter();
+    let seen = areas.clone();
+    let answered = read(&viewer.store, areas, move |r| {
         // One read transaction: the page, its sequence and its count agree.
         r.in_transaction(|| {
             let seq = r.seq()?;
@@ -344,7 +369,8 @@ pub(super) async fn list(
             let mut docs = r.page_under(&lookup, resume.as_deref(), LIST_PAGE + 1)?;
             let more = docs.len() > LIST_PAGE;
             docs.truncate(LIST_PAGE);
-            let total = shared.count_under(&lookup, seq, || r.count_under(&lookup))?;
+            let total =
+                shared.count_under(&lookup, seen.as_ref(), seq, || r.count_under(&lookup))?;
             Ok((seq, docs, more, total))
         })
     })
@@ -387,9 +413,7 @@ pub(super) async fn list(
         total,
         rows: docs.iter().map(list_row).collect(),
         after,
-        new_href: viewer
-            .writer
-            .is_some()
+        new_href: (viewer.writer.is_some() && principal.grants.areas(Verb::Write).covers(&under))
             .then(|| base.replacen("/ls/", "/new/", 1)),
         first_href: base,
         next_href,
@@ -426,7 +450,8 @@ struct DocPage {
     key_text: String,
     source: Option<String>,
     raw_href: String,
-    /// The "Edit" form, on a server that writes, for the current text.
+    /// The "Edit" form, on a server that writes, for the current text, to
+    /// a caller that may write it.
     edit_href: Option<String>,
 }
 
@@ -589,9 +614,12 @@ fn backlinks_panel(
 
 /// GET `/doc/{prefix}/{id…}[?version=N][?backlinks=CURSOR]`: a document,
 /// or one of its versions, rendered, with its history; the current
-/// document with a page of the links to it ("Linked from").
+/// document with a page of the links to it ("Linked from"). Its links,
+/// mentions and backlinks are those among the documents the caller may
+/// read.
 pub(super) async fn document(
     State(viewer): State<Arc<Viewer>>,
+    Extension(principal): Extension<Arc<Principal>>,
     Query(query): Query<DocQuery>,
     request: Request,
 ) -> Response {
@@ -621,7 +649,8 @@ pub(super) async fn document(
         },
     };
     let lookup = key.clone();
-    let answered = read(&viewer.store, move |r| {
+    let areas = principal.grants.read_filter();
+    let answered = read(&viewer.store, areas.clone(), move |r| {
         // One read transaction: the document, its history and its links agree.
         r.in_transaction(|| {
             let seq = r.seq()?;
@@ -698,7 +727,7 @@ pub(super) async fn document(
     .await;
     let (seq, shown, history, markdown, backlinks) = match answered {
         Ok(Some(found)) => found,
-        Ok(None) => return missing(&viewer, key, version).await,
+        Ok(None) => return missing(&viewer, areas, key, version).await,
         Err(e) => return internal(e),
     };
     let folders = key.id.rsplit_once('/').map_or("", |(folders, _)| folders);
@@ -721,8 +750,11 @@ pub(super) async fn document(
         ),
     };
     let history_more = history.len() > HISTORY_SHOWN;
-    let edit_href = (viewer.writer.is_some() && shown.version.is_none() && html.is_some())
-        .then(|| format!("/edit/{path}"));
+    let edit_href = (viewer.writer.is_some()
+        && principal.grants.can(Verb::Write, &key)
+        && shown.version.is_none()
+        && html.is_some())
+    .then(|| format!("/edit/{path}"));
     let page = DocPage {
         chrome: Chrome::new(seq, watch),
         crumbs: crumbs(key.prefix, folders),
@@ -836,9 +868,14 @@ fn marked(snippet: &str) -> String {
 }
 
 /// GET `/search?q=&under=&where=&cursor=` for a browser: the search form and
-/// a page of hits with snippets. `where` takes one or more `KEY=VALUE`
-/// separated by spaces or repeated.
-pub async fn search_page(store: Store, pairs: Vec<(String, String)>) -> Response {
+/// a page of hits with snippets, among the documents `principal` may search
+/// (its hits and total counted in the store's query). `where` takes one or
+/// more `KEY=VALUE` separated by spaces or repeated.
+pub async fn search_page(
+    store: Store,
+    principal: Arc<Principal>,
+    pairs: Vec<(String, String)>,
+) -> Response {
     let (mut query, mut under_text, mut where_texts, mut cursor) =
         (String::new(), String::new(), Vec::new(), None);
     for (name, value) in pairs {
@@ -894,7 +931,7 @@ pub async fn search_page(store: Store, pairs: Vec<(String, String)>) -> Response
         }
     };
     let lookup = search.clone();
-    let answered = read(&store, move |r| {
+    let answered = read(&store, principal.grants.search_filter(), move |r| {
         Ok((
             r.seq()?,
             r.search(&lookup, resume.as_ref(), search::DEFAULT_LIMIT)?,

@@ -1,4 +1,6 @@
-//! The web viewer over HTTP on the real binary: each page's content and headers, raw downloads, assets, the token cookie, live updates; the browser tests are in `browser.rs`.
+//! The web viewer over HTTP on the real binary: each page's content and headers, raw downloads, assets, the token cookie, live updates; the browser tests are in `browser.rs`, a caller with partial grants in `viewer/grants.rs`.
+
+mod grants;
 
 use std::time::{Duration, Instant};
 

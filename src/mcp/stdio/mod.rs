@@ -14,6 +14,7 @@ use super::error::RpcError;
 use super::framing::{self, Frame, MAX_LINE};
 use super::roots::Roots;
 use super::{Config, Context, StoreSlot};
+use crate::access::Principal;
 use crate::store::{ChangeBatch, Store};
 
 mod ends;
@@ -127,6 +128,9 @@ where
     let (out, out_rx) = mpsc::channel::<String>(OUTPUT_QUEUE);
     let writer = tokio::spawn(write_lines(output, out_rx));
     let state = SessionState::default();
+    // stdio is the user's own process: it may do everything (the MCP
+    // authorization rules are for HTTP).
+    let local = Arc::new(Principal::local());
     let notifier = tokio::spawn(dispatch::notify(
         changes,
         state.subs.clone(),
@@ -186,7 +190,7 @@ where
         }
         let ask_roots = roots.asks_after(method);
         // On stdio every notification goes to stdout.
-        let step = dispatch::admit(message, &state, &ctx, &out, Some(out.clone())).await;
+        let step = dispatch::admit(message, &local, &state, &ctx, &out, Some(out.clone())).await;
         if ask_roots {
             background.spawn(roots.ask(out.clone(), slot.clone()));
         }

@@ -9,7 +9,7 @@ use super::{document, failed, object, read_only, result, unknown_arguments};
 use crate::cursor;
 use crate::doc::DocKey;
 use crate::history::{self, DiffError};
-use crate::mcp::{Context, MIME_TYPE, icons};
+use crate::mcp::{Caller, MIME_TYPE, icons};
 use crate::uri;
 
 pub const HISTORY: &str = "history";
@@ -95,7 +95,7 @@ fn version_argument(arguments: &Map<String, Value>, name: &str) -> Result<Option
 
 /// A `history` call.
 pub fn history(
-    ctx: &Context,
+    ctx: &Caller,
     protocol: &str,
     arguments: &Map<String, Value>,
 ) -> anyhow::Result<CallToolResult> {
@@ -192,7 +192,7 @@ pub fn history(
 }
 
 /// A `diff` call.
-pub fn diff(ctx: &Context, arguments: &Map<String, Value>) -> anyhow::Result<CallToolResult> {
+pub fn diff(ctx: &Caller, arguments: &Map<String, Value>) -> anyhow::Result<CallToolResult> {
     let parsed = (|| -> Result<(DocKey, Option<u32>, Option<u32>), String> {
         unknown_arguments(arguments, &["uri", "from", "to"])?;
         Ok((

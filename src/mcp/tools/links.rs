@@ -7,7 +7,7 @@ use super::read::{declared, integer, missing, string, uri_argument};
 use super::{failed, unknown_arguments};
 use crate::cursor::{self, LinksResume};
 use crate::links;
-use crate::mcp::Context;
+use crate::mcp::Caller;
 use crate::store::{InLink, OutLink};
 use crate::uri;
 
@@ -73,7 +73,7 @@ enum Direction {
 
 /// A `links` call.
 pub fn call(
-    ctx: &Context,
+    ctx: &Caller,
     protocol: &str,
     arguments: &Map<String, Value>,
 ) -> anyhow::Result<CallToolResult> {

@@ -22,9 +22,10 @@ use rmcp::model::{
 use serde::Deserialize;
 use serde_json::{Map, Value};
 
-use super::Context;
+use super::Caller;
 use super::error::RpcError;
 use super::handlers::{Freshness, Handled, to_json};
+use crate::access::{Grants, Verb};
 use crate::doc::DocKey;
 use crate::uri;
 
@@ -134,12 +135,35 @@ fn failed(message: String) -> CallToolResult {
 
 #[derive(Deserialize)]
 pub struct CallParams {
-    name: String,
+    pub name: String,
     #[serde(default)]
-    arguments: Option<Map<String, Value>>,
+    pub arguments: Option<Map<String, Value>>,
 }
 
-pub fn call(ctx: &Context, version: &str, params: CallParams) -> Result<Handled, RpcError> {
+/// The verb calling the tool `name` needs; `None` for a name that is no
+/// tool (the call answers so).
+pub fn verb(name: &str) -> Option<Verb> {
+    match name {
+        search::SEARCH => Some(Verb::Search),
+        history::HISTORY
+        | history::DIFF
+        | read::READ
+        | read::OUTLINE
+        | read::LIST
+        | links::LINKS => Some(Verb::Read),
+        name if write::NAMES.contains(&name) => Some(Verb::Write),
+        _ => None,
+    }
+}
+
+/// The scopes a write tool's call lacks for the documents it names (each
+/// a verb on a prefix): empty when the caller may write them all, or when
+/// the call is no write or names no valid document (it answers so itself).
+pub fn unwritable(name: &str, arguments: &Map<String, Value>, grants: &Grants) -> Vec<String> {
+    write::unwritable(name, arguments, grants)
+}
+
+pub fn call(ctx: &Caller, version: &str, params: CallParams) -> Result<Handled, RpcError> {
     let arguments = params.arguments.unwrap_or_default();
     let result = match params.name.as_str() {
         search::SEARCH => search::call(ctx, version, &arguments)?,

@@ -23,7 +23,7 @@ use crate::cursor;
 use crate::doc::DocKey;
 use crate::mcp::handlers::MAX_READ_BYTES;
 use crate::mcp::handlers::last_modified;
-use crate::mcp::{Context, MIME_TYPE};
+use crate::mcp::{Caller, MIME_TYPE};
 use crate::parts::outline::{self, Heading};
 use crate::parts::{self, Lines, Position, Range};
 use crate::search::Under;
@@ -185,7 +185,7 @@ struct Text {
 }
 
 /// The text `uri_text` names, or the tool error to give instead.
-fn text_of(ctx: &Context, uri_text: &str) -> anyhow::Result<Result<Text, String>> {
+fn text_of(ctx: &Caller, uri_text: &str) -> anyhow::Result<Result<Text, String>> {
     let named = match uri::parse_versioned(uri_text) {
         Ok(named) => named,
         Err(e) => return Ok(Err(format!("invalid uri: {e}"))),
@@ -344,7 +344,7 @@ impl<'a> ReadArguments<'a> {
 
 /// A `read` call.
 pub fn read(
-    ctx: &Context,
+    ctx: &Caller,
     protocol: &str,
     arguments: &Map<String, Value>,
 ) -> anyhow::Result<CallToolResult> {
@@ -361,7 +361,7 @@ pub fn read(
 /// A `read` from the whole text: every read but a section of a document
 /// with a stored outline.
 fn read_whole(
-    ctx: &Context,
+    ctx: &Caller,
     protocol: &str,
     args: &ReadArguments,
 ) -> anyhow::Result<CallToolResult> {
@@ -381,7 +381,7 @@ fn read_whole(
 /// version, no stored outline (a small document, or a missing one), one
 /// too large to read.
 fn read_stored(
-    ctx: &Context,
+    ctx: &Caller,
     protocol: &str,
     args: &ReadArguments,
 ) -> anyhow::Result<Option<CallToolResult>> {
@@ -447,7 +447,7 @@ struct Outlined {
 /// read transaction; `None` when there is none to use (a past version, a
 /// small, binary or missing document, one larger than a read loads).
 fn with_outline<T>(
-    ctx: &Context,
+    ctx: &Caller,
     uri_text: &str,
     then: impl FnOnce(&Reader, &DocKey, Outlined) -> anyhow::Result<T>,
 ) -> anyhow::Result<Option<T>> {
@@ -678,7 +678,7 @@ impl Part<'_> {
 
 /// An `outline` call.
 pub fn outline(
-    ctx: &Context,
+    ctx: &Caller,
     protocol: &str,
     arguments: &Map<String, Value>,
 ) -> anyhow::Result<CallToolResult> {
@@ -695,7 +695,7 @@ pub fn outline(
 
 /// An `outline` from the whole text: of every document without a stored
 /// outline, and of a past version.
-fn outline_whole(ctx: &Context, protocol: &str, uri_text: &str) -> anyhow::Result<CallToolResult> {
+fn outline_whole(ctx: &Caller, protocol: &str, uri_text: &str) -> anyhow::Result<CallToolResult> {
     let doc = match text_of(ctx, uri_text)? {
         Ok(doc) => doc,
         Err(message) => return Ok(failed(message)),
@@ -789,7 +789,7 @@ fn heading_line(heading: &Heading) -> String {
 
 /// A `list` call.
 pub fn list(
-    ctx: &Context,
+    ctx: &Caller,
     protocol: &str,
     arguments: &Map<String, Value>,
 ) -> anyhow::Result<CallToolResult> {
@@ -1021,7 +1021,9 @@ mod tests {
             writer: None,
             writes_later: false,
         };
-        let ctx = Context::new(crate::mcp::StoreSlot::new(Some(store)), &config);
+        let ctx = crate::mcp::Context::new(crate::mcp::StoreSlot::new(Some(store)), &config);
+        let everything = crate::access::Grants::everything();
+        let ctx = Caller::new(&ctx, &everything);
         let uri = uri::format(&key);
         let protocol = "2025-06-18";
         let value = |result: CallToolResult| serde_json::to_value(result).unwrap();

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 
 use super::{failed, object, result};
 use crate::cursor;
-use crate::mcp::{Context, MIME_TYPE, icons};
+use crate::mcp::{Caller, MIME_TYPE, icons};
 use crate::search::{self, Filter, Search, SearchError, Under};
 use crate::store::SearchPage;
 use crate::uri;
@@ -102,7 +102,7 @@ pub fn tool() -> Tool {
 
 /// A `search` call: a page of hits, or a tool error saying what to change.
 pub fn call(
-    ctx: &Context,
+    ctx: &Caller,
     version: &str,
     arguments: &Map<String, Value>,
 ) -> anyhow::Result<CallToolResult> {
@@ -215,7 +215,7 @@ fn kind(value: &Value) -> &'static str {
 /// The page asked for, or why the arguments cannot give one. A database
 /// failure is an error of the request, not of the tool. Blocking.
 pub fn run(
-    ctx: &Context,
+    ctx: &Caller,
     search: &Search,
     limit: usize,
     cursor: Option<&str>,
@@ -229,7 +229,7 @@ pub fn run(
     };
     let page = match ctx.store() {
         Some(store) => {
-            let reader = store.reader()?;
+            let reader = store.search_reader()?;
             // The hits' versions, as they are now (for a write's
             // ifVersion): after the page, one point read each.
             let mut page = reader.search(search, resume.as_ref(), limit)?;

@@ -9,8 +9,10 @@ use serde_json::{Map, Value, json};
 
 use super::read::{integer, string};
 use super::{failed, object, unknown_arguments};
+use crate::access::{Grants, Verb};
 use crate::doc::{ChangeKind, DocKey, Prefix};
-use crate::mcp::{Context, MIME_TYPE, icons};
+use crate::mcp::{Caller, MIME_TYPE, icons};
+use crate::search::Under;
 use crate::uri;
 use crate::write::edit;
 use crate::write::{Refused, Request, Written};
@@ -161,7 +163,7 @@ pub fn tools() -> Vec<Tool> {
 /// A write tool's call: `Err` only for what the server could not do (the
 /// disk, the database); a refusal or a bad argument is a tool error.
 pub fn call(
-    ctx: &Context,
+    ctx: &Caller,
     protocol: &str,
     name: &str,
     arguments: &Map<String, Value>,
@@ -170,6 +172,13 @@ pub fn call(
         Ok(writer) => writer,
         Err(why) => return Ok(failed(why)),
     };
+    let lacking = unwritable(name, arguments, ctx.grants);
+    if !lacking.is_empty() {
+        return Ok(failed(format!(
+            "this credential may not write there: it needs {}",
+            lacking.join(" ")
+        )));
+    }
     let request = match request(name, arguments) {
         Ok(request) => request,
         Err(message) => return Ok(failed(message)),
@@ -178,6 +187,58 @@ pub fn call(
         Ok(written) => Ok(answer(protocol, &written)),
         Err(Refused(message)) => Ok(failed(message)),
     }
+}
+
+/// The scopes `name`'s call lacks for the documents it names: a write
+/// scope on each one's prefix that the caller may not write. A create
+/// `under` a folder needs it whole.
+pub fn unwritable(name: &str, arguments: &Map<String, Value>, grants: &Grants) -> Vec<String> {
+    let Ok(request) = request(name, arguments) else {
+        return Vec::new();
+    };
+    let writes = grants.areas(Verb::Write);
+    let mut prefixes = Vec::new();
+    let mut need = |prefix: Prefix| {
+        if !prefixes.contains(&prefix) {
+            prefixes.push(prefix);
+        }
+    };
+    match &request {
+        Request::Create { key: Some(key), .. } => {
+            if !writes.contains(key) {
+                need(key.prefix);
+            }
+        }
+        Request::Create { under, .. } => {
+            // Without `under`, the writer refuses the call itself.
+            if let Some((prefix, folder)) = under {
+                let area = Under {
+                    prefix: *prefix,
+                    folder: (!folder.is_empty())
+                        .then(|| format!("{}/", folder.trim_end_matches('/'))),
+                };
+                if !writes.covers(&area) {
+                    need(*prefix);
+                }
+            }
+        }
+        Request::Write { key, .. } | Request::Edit { key, .. } | Request::Delete { key, .. } => {
+            if !writes.contains(key) {
+                need(key.prefix);
+            }
+        }
+        Request::Move { key, to, .. } => {
+            for key in [key, to] {
+                if !writes.contains(key) {
+                    need(key.prefix);
+                }
+            }
+        }
+    }
+    prefixes
+        .into_iter()
+        .map(|prefix| format!("{}:{prefix}", Verb::Write.scope()))
+        .collect()
 }
 
 fn key(arguments: &Map<String, Value>, name: &str) -> Result<DocKey, String> {

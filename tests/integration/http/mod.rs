@@ -10,9 +10,12 @@
 //! Every error body a test receives is checked (when its server is
 //! dropped) for the temp folder's path: error bodies carry no paths.
 
+mod auth;
 mod client;
+mod grants;
 mod guards;
 mod messages;
+mod oauth;
 mod outage;
 mod resource;
 mod server;

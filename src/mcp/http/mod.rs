@@ -1,10 +1,13 @@
-//! The Streamable HTTP transport: `/mcp` (POST messages, GET a session's notification stream, DELETE a session), read-only JSON endpoints for viewers and scripts (`/resource`, `/search`), `/healthz`, and the checks in front of them (Host, Origin, bearer token, body size).
+//! The Streamable HTTP transport: `/mcp` (POST messages, GET a session's notification stream, DELETE a session), read-only JSON endpoints for viewers and scripts (`/resource`, `/search`), `/healthz`, the Protected Resource Metadata; the checks in front of them are `guard`'s, the credentials `auth`'s.
 //!
 //! Messages go through the same [`dispatch`] as on stdio. Handshake-era
 //! sessions live in a table keyed by `Mcp-Session-Id`; 2026-07-28 requests
 //! are stateless: each gets a session state of its own, and a
 //! `subscriptions/listen` is answered with a stream that lives as long as
 //! the client keeps it open.
+
+mod auth;
+mod guard;
 
 use std::collections::HashMap;
 use std::convert::Infallible;
@@ -15,16 +18,15 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result};
 use axum::body::Bytes;
-use axum::extract::{DefaultBodyLimit, Query, Request, State};
+use axum::extract::{DefaultBodyLimit, Extension, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
-use axum::middleware::{self, Next};
+use axum::middleware;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use base64::Engine;
 use serde_json::{Value, json};
-use subtle::ConstantTimeEq;
 use tokio::sync::{broadcast, mpsc};
 use tokio::task::JoinSet;
 use tokio_stream::StreamExt;
@@ -33,7 +35,12 @@ use tokio_stream::wrappers::ReceiverStream;
 use super::dispatch::{self, Message, SessionState, Step};
 use super::error::RpcError;
 use super::session::{HANDSHAKE_VERSIONS, STATELESS_VERSION};
-use super::{Config, Context, MIME_TYPE, StoreSlot, handlers, tools};
+use auth::Auth;
+pub use auth::{AuthOptions, OAuthOptions, check_public_url};
+use guard::allowed_hosts;
+
+use super::{Caller, Config, Context, MIME_TYPE, StoreSlot, handlers, tools};
+use crate::access::Principal;
 use crate::doc::DocKey;
 use crate::search::{self, Filter, Search, SearchError, Under};
 use crate::store::{ChangeBatch, Fetched, Store};
@@ -59,12 +66,15 @@ pub struct HttpOptions {
     pub addr: SocketAddr,
     /// Origins allowed besides the loopback ones.
     pub allowed_origins: Vec<String>,
-    /// The bearer token every request but `/healthz` must carry, if any.
-    pub token: Option<String>,
+    /// The credentials every request but `/healthz` must carry, if any.
+    pub auth: AuthOptions,
 }
 
 struct HttpSession {
     state: SessionState,
+    /// Who opened it: only they may use it (another credential's request
+    /// with its id is answered as for an unknown session).
+    principal: String,
     /// Ends the session's notifier when the session ends.
     notifier: tokio::task::AbortHandle,
     last_used: std::sync::Mutex<std::time::Instant>,
@@ -85,7 +95,32 @@ struct App {
     /// `Host` values accepted; `None` when bound to every interface.
     hosts: Option<Vec<String>>,
     origins: Vec<String>,
-    token_hash: Option<blake3::Hash>,
+    auth: Auth,
+}
+
+/// The Protected Resource Metadata (RFC 9728), when OAuth is on: public,
+/// outside the guard, readable by any page (CORS `*`).
+fn metadata_routes(app: &Arc<App>) -> Router {
+    let Some(document) = app.auth.metadata() else {
+        return Router::new();
+    };
+    let document = Arc::new(document);
+    let mut router = Router::new();
+    for path in app.auth.metadata_paths() {
+        let document = document.clone();
+        router = router.route(
+            &path,
+            get(move || async move {
+                let mut response = Json((*document).clone()).into_response();
+                response.headers_mut().insert(
+                    header::ACCESS_CONTROL_ALLOW_ORIGIN,
+                    HeaderValue::from_static("*"),
+                );
+                response
+            }),
+        );
+    }
+    router
 }
 
 /// Serves MCP over Streamable HTTP until `shutdown` completes; then open
@@ -101,21 +136,22 @@ pub async fn serve_http(
         .await
         .with_context(|| format!("cannot listen on {}", options.addr))?;
     let addr = listener.local_addr()?;
-    if !addr.ip().is_loopback() && options.token.is_none() {
+    if !addr.ip().is_loopback() && !options.auth.required() {
         tracing::warn!(
             "listening on {addr}, beyond this machine, without a token: anyone who can reach it can read the project (use --token-file)"
         );
     }
     eprintln!("orchestra: serving MCP on http://{addr}/mcp");
     eprintln!("orchestra: the viewer is at http://{addr}/");
+    let slot = StoreSlot::new(Some(store.clone()));
     let app = Arc::new(App {
-        ctx: Arc::new(Context::new(StoreSlot::new(Some(store.clone())), &config)),
+        ctx: Arc::new(Context::new(slot.clone(), &config)),
         changes,
         sessions: Default::default(),
         listens: Default::default(),
         hosts: allowed_hosts(addr),
         origins: options.allowed_origins.clone(),
-        token_hash: options.token.as_deref().map(|t| blake3::hash(t.as_bytes())),
+        auth: Auth::new(options.auth.clone(), slot),
     });
     let router = Router::new()
         .route("/mcp", get(get_mcp).post(post_mcp).delete(delete_mcp))
@@ -128,7 +164,12 @@ pub async fn serve_http(
             app.changes.clone(),
             config.writer.clone(),
         ))
-        .layer(middleware::from_fn_with_state(app.clone(), guard))
+        // A path of no route is guarded too (a `?token=` there is handed
+        // to the cookie like any page's): the fallback is set before the
+        // guard's layer, which a merged router's default would not be.
+        .fallback(|| async { plain_error(StatusCode::NOT_FOUND, "not found") })
+        .layer(middleware::from_fn_with_state(app.clone(), guard::guard))
+        .merge(metadata_routes(&app))
         .layer(DefaultBodyLimit::max(MAX_BODY));
     axum::serve(listener, router)
         .with_graceful_shutdown(async move {
@@ -161,7 +202,13 @@ impl App {
         Some(session)
     }
 
-    fn new_session(&self) -> (String, Arc<HttpSession>) {
+    /// The session `id`, when `principal` opened it.
+    fn session_of(&self, id: &str, principal: &Principal) -> Option<Arc<HttpSession>> {
+        self.session(id)
+            .filter(|session| session.principal == principal.name)
+    }
+
+    fn new_session(&self, principal: &Principal) -> (String, Arc<HttpSession>) {
         let state = SessionState::default();
         let notifier = tokio::spawn(dispatch::notify(
             self.changes.subscribe(),
@@ -171,6 +218,7 @@ impl App {
         .abort_handle();
         let session = Arc::new(HttpSession {
             state,
+            principal: principal.name.clone(),
             notifier,
             last_used: std::sync::Mutex::new(std::time::Instant::now()),
         });
@@ -192,47 +240,6 @@ impl App {
     }
 }
 
-/// The `Host` values a request may carry: DNS rebinding protection. Bound to
-/// every interface, the server cannot know its names: no check (and the
-/// start-up warning asks for a token).
-fn allowed_hosts(addr: SocketAddr) -> Option<Vec<String>> {
-    let port = addr.port();
-    let ip = addr.ip();
-    if ip.is_unspecified() {
-        return None;
-    }
-    let mut hosts = vec![match ip {
-        std::net::IpAddr::V4(v4) => format!("{v4}:{port}"),
-        std::net::IpAddr::V6(v6) => format!("[{v6}]:{port}"),
-    }];
-    if ip.is_loopback() {
-        for name in ["localhost", "127.0.0.1", "[::1]"] {
-            hosts.push(format!("{name}:{port}"));
-        }
-    }
-    Some(hosts)
-}
-
-/// Whether a browser page at `origin` may talk to the server: loopback
-/// pages, and those allowed with `--allow-origin`.
-fn origin_allowed(origin: &str, allowed: &[String]) -> bool {
-    if allowed.iter().any(|a| a == origin) {
-        return true;
-    }
-    let Some(rest) = origin
-        .strip_prefix("http://")
-        .or_else(|| origin.strip_prefix("https://"))
-    else {
-        return false;
-    };
-    let host = if let Some(v6) = rest.strip_prefix('[') {
-        v6.split(']').next().map(|h| format!("[{h}]"))
-    } else {
-        rest.split(':').next().map(str::to_string)
-    };
-    matches!(host.as_deref(), Some("localhost" | "127.0.0.1" | "[::1]"))
-}
-
 fn plain_error(status: StatusCode, message: &str) -> Response {
     (status, Json(json!({ "error": message }))).into_response()
 }
@@ -247,171 +254,6 @@ fn read_failed(e: anyhow::Error) -> Response {
     }
     tracing::error!("internal error: {e:#}");
     plain_error(StatusCode::INTERNAL_SERVER_ERROR, "internal error")
-}
-
-/// Host, Origin and token checks, in front of every route; CORS for the
-/// browser pages that pass them.
-async fn guard(State(app): State<Arc<App>>, request: Request, next: Next) -> Response {
-    let headers = request.headers();
-    let origin = headers.get(header::ORIGIN).cloned();
-    if let Some(hosts) = &app.hosts {
-        let host = headers
-            .get(header::HOST)
-            .and_then(|h| h.to_str().ok())
-            .unwrap_or("");
-        if !hosts.iter().any(|h| h.eq_ignore_ascii_case(host)) {
-            tracing::warn!(host = ?host, "refused a request: unexpected Host header");
-            return plain_error(StatusCode::MISDIRECTED_REQUEST, "unexpected Host header");
-        }
-    }
-    if let Some(origin) = headers.get(header::ORIGIN) {
-        let origin = origin.to_str().unwrap_or("");
-        if !origin_allowed(origin, &app.origins) {
-            tracing::warn!(origin = ?origin, "refused a request: origin not allowed");
-            return plain_error(StatusCode::FORBIDDEN, "origin not allowed");
-        }
-    }
-    // A CORS preflight carries no credentials: answered before the token check.
-    if request.method() == axum::http::Method::OPTIONS {
-        let mut response = StatusCode::NO_CONTENT.into_response();
-        if let Some(origin) = origin {
-            cors(&mut response, origin);
-            let headers = response.headers_mut();
-            headers.insert(
-                header::ACCESS_CONTROL_ALLOW_METHODS,
-                HeaderValue::from_static("GET, POST, DELETE, OPTIONS"),
-            );
-            headers.insert(
-                header::ACCESS_CONTROL_ALLOW_HEADERS,
-                HeaderValue::from_static(
-                    "authorization, content-type, accept, last-event-id, mcp-session-id, mcp-protocol-version",
-                ),
-            );
-            headers.insert(
-                header::ACCESS_CONTROL_MAX_AGE,
-                HeaderValue::from_static("600"),
-            );
-        }
-        return response;
-    }
-    if let Some(expected) = &app.token_hash
-        && request.uri().path() != "/healthz"
-    {
-        // Compared as hashes: equal length, constant time.
-        let matches = |given: &str| {
-            let given = blake3::hash(given.as_bytes());
-            bool::from(given.as_bytes().ct_eq(expected.as_bytes()))
-        };
-        let bearer = headers
-            .get(header::AUTHORIZATION)
-            .and_then(|h| h.to_str().ok())
-            .and_then(bearer_token);
-        // The viewer's pages: a browser cannot send a bearer token with a
-        // link, so it brings the token once (`?token=`) and then keeps it
-        // in a cookie that no script can read and no other site can send.
-        // `/mcp` takes only the header.
-        let viewer_path = request.uri().path() != "/mcp";
-        let cookie = viewer_path.then(|| token_cookie(headers)).flatten();
-        if !bearer.is_some_and(matches) && !cookie.as_deref().is_some_and(matches) {
-            if viewer_path
-                && request.method() == axum::http::Method::GET
-                && let Some((token, rest)) = token_in_query(request.uri())
-                && matches(&token)
-            {
-                return with_token_cookie(&token, &rest);
-            }
-            let mut response =
-                plain_error(StatusCode::UNAUTHORIZED, "missing or wrong bearer token");
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
-            return response;
-        }
-    }
-    let mut response = next.run(request).await;
-    if let Some(origin) = origin {
-        cors(&mut response, origin);
-    }
-    response
-}
-
-const TOKEN_COOKIE: &str = "orchestra_token";
-
-/// The token the viewer's cookie carries, if any.
-fn token_cookie(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|h| h.to_str().ok())
-        .flat_map(|h| h.split(';'))
-        .find_map(|pair| {
-            let (name, value) = pair.trim().split_once('=')?;
-            (name == TOKEN_COOKIE).then(|| {
-                percent_encoding::percent_decode_str(value)
-                    .decode_utf8_lossy()
-                    .into_owned()
-            })
-        })
-}
-
-/// A `token` query parameter: its value, and the path and query without it.
-fn token_in_query(uri: &axum::http::Uri) -> Option<(String, String)> {
-    let query = uri.query()?;
-    let mut token = None;
-    let mut kept = Vec::new();
-    for pair in query.split('&') {
-        match pair.split_once('=') {
-            Some(("token", value)) => {
-                token = Some(
-                    percent_encoding::percent_decode_str(&value.replace('+', " "))
-                        .decode_utf8_lossy()
-                        .into_owned(),
-                );
-            }
-            _ => kept.push(pair),
-        }
-    }
-    // One leading slash: `//host/...` in a Location would leave the server.
-    let mut rest = format!("/{}", uri.path().trim_start_matches(['/', '\\']));
-    if !kept.is_empty() {
-        rest.push('?');
-        rest.push_str(&kept.join("&"));
-    }
-    Some((token?, rest))
-}
-
-/// Sends the browser back to `location` with the token in its cookie.
-fn with_token_cookie(token: &str, location: &str) -> Response {
-    let value = percent_encoding::utf8_percent_encode(token, percent_encoding::NON_ALPHANUMERIC);
-    let cookie = format!("{TOKEN_COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/");
-    let mut response = StatusCode::SEE_OTHER.into_response();
-    let headers = response.headers_mut();
-    if let (Ok(cookie), Ok(location)) = (
-        HeaderValue::from_str(&cookie),
-        HeaderValue::from_str(location),
-    ) {
-        headers.insert(header::SET_COOKIE, cookie);
-        headers.insert(header::LOCATION, location);
-    }
-    response
-}
-
-/// The token of an `Authorization: Bearer …` header; the scheme is
-/// case-insensitive (RFC 7235).
-fn bearer_token(value: &str) -> Option<&str> {
-    let (scheme, token) = value.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim())
-}
-
-/// Lets an allowed page read the response, and its session id.
-fn cors(response: &mut Response, origin: HeaderValue) {
-    let headers = response.headers_mut();
-    headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
-    headers.insert(
-        header::ACCESS_CONTROL_EXPOSE_HEADERS,
-        HeaderValue::from_static("mcp-session-id, mcp-protocol-version"),
-    );
-    headers.insert(header::VARY, HeaderValue::from_static("Origin"));
 }
 
 fn json_response(status: StatusCode, line: String) -> Response {
@@ -566,7 +408,12 @@ fn error_code(line: &str) -> Option<i32> {
     i32::try_from(value.get("error")?.get("code")?.as_i64()?).ok()
 }
 
-async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) -> Response {
+async fn post_mcp(
+    State(app): State<Arc<App>>,
+    Extension(principal): Extension<Arc<Principal>>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
     let message = match dispatch::parse(&body) {
         Ok(message) => message,
         Err(reply) => {
@@ -584,6 +431,9 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
     if let Some(refusal) = refusal {
         return refusal;
     }
+    if let Some(scopes) = auth::lacking(&message, &principal.grants) {
+        return app.auth.forbidden(&scopes);
+    }
     let status_of = |code: Option<i32>| match stateless {
         true => stateless_status(code),
         false => StatusCode::OK,
@@ -592,12 +442,12 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
     let initialize = message.method() == Some("initialize");
     // Which session state the message belongs to.
     let (state_owner, new_session) = match session_header(&headers) {
-        Some(id) => match app.session(&id) {
+        Some(id) => match app.session_of(&id, &principal) {
             Some(session) => (Owner::Session(session), None),
             None => return plain_error(StatusCode::NOT_FOUND, "unknown session"),
         },
         None if initialize => {
-            let (id, session) = app.new_session();
+            let (id, session) = app.new_session(&principal);
             (Owner::Session(session.clone()), Some((id, session)))
         }
         None if is_enveloped(&message) || !is_request => {
@@ -620,7 +470,7 @@ async fn post_mcp(State(app): State<Arc<App>>, headers: HeaderMap, body: Bytes) 
     let changes =
         (message.method() == Some("subscriptions/listen")).then(|| app.changes.subscribe());
     let (sink, stream) = mpsc::channel(STREAM_QUEUE);
-    match dispatch::admit(message, state, &app.ctx, &sink, None).await {
+    match dispatch::admit(message, &principal, state, &app.ctx, &sink, None).await {
         Step::Done => StatusCode::ACCEPTED.into_response(),
         Step::Reply(line) => json_response(status_of(error_code(&line)), line),
         Step::Initialized(line) => {
@@ -672,7 +522,11 @@ impl Owner {
 }
 
 /// GET `/mcp`: the notification stream of a handshake-era session.
-async fn get_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+async fn get_mcp(
+    State(app): State<Arc<App>>,
+    Extension(principal): Extension<Arc<Principal>>,
+    headers: HeaderMap,
+) -> Response {
     if let Some(refusal) = version_refusal(&headers) {
         return refusal;
     }
@@ -686,7 +540,7 @@ async fn get_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
             .insert(header::ALLOW, HeaderValue::from_static("POST, DELETE"));
         return response;
     };
-    let Some(session) = app.session(&id) else {
+    let Some(session) = app.session_of(&id, &principal) else {
         return plain_error(StatusCode::NOT_FOUND, "unknown session");
     };
     let (sink, stream) = mpsc::channel(STREAM_QUEUE);
@@ -695,15 +549,21 @@ async fn get_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
 }
 
 /// DELETE `/mcp`: the client ends its session.
-async fn delete_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response {
+async fn delete_mcp(
+    State(app): State<Arc<App>>,
+    Extension(principal): Extension<Arc<Principal>>,
+    headers: HeaderMap,
+) -> Response {
     let Some(id) = session_header(&headers) else {
         return plain_error(StatusCode::BAD_REQUEST, "missing Mcp-Session-Id");
     };
-    let removed = app
-        .sessions
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .remove(&id);
+    let removed = {
+        let mut sessions = app.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        match sessions.get(&id) {
+            Some(session) if session.principal == principal.name => sessions.remove(&id),
+            _ => None,
+        }
+    };
     match removed {
         Some(_) => StatusCode::NO_CONTENT.into_response(),
         None => plain_error(StatusCode::NOT_FOUND, "unknown session"),
@@ -714,6 +574,7 @@ async fn delete_mcp(State(app): State<Arc<App>>, headers: HeaderMap) -> Response
 /// search, as the search tool's `structuredContent`. `where` may repeat.
 async fn get_search(
     State(app): State<Arc<App>>,
+    Extension(principal): Extension<Arc<Principal>>,
     headers: HeaderMap,
     Query(pairs): Query<Vec<(String, String)>>,
 ) -> Response {
@@ -721,7 +582,7 @@ async fn get_search(
     if viewer::wants_html(&headers)
         && let Some(store) = app.ctx.store()
     {
-        return viewer::search_page(store, pairs).await;
+        return viewer::search_page(store, principal, pairs).await;
     }
     let parsed = (|| -> Result<(Search, usize, Option<String>), String> {
         let (mut query, mut under, mut filters) = (String::new(), None, Vec::new());
@@ -757,8 +618,13 @@ async fn get_search(
     };
     let ctx = app.ctx.clone();
     let answered = crate::reads::run(move || {
-        tools::run(&ctx, &search, limit, cursor.as_deref())
-            .map(|page| page.map(|page| tools::structured(&page, &search.fingerprint())))
+        tools::run(
+            &Caller::new(&ctx, &principal.grants),
+            &search,
+            limit,
+            cursor.as_deref(),
+        )
+        .map(|page| page.map(|page| tools::structured(&page, &search.fingerprint())))
     })
     .await;
     match answered {
@@ -775,6 +641,7 @@ async fn get_search(
 /// GET `/resource?uri=…`: one document as plain JSON, for viewers and scripts.
 async fn get_resource(
     State(app): State<Arc<App>>,
+    Extension(principal): Extension<Arc<Principal>>,
     Query(query): Query<HashMap<String, String>>,
 ) -> Response {
     let Some(uri_text) = query.get("uri").cloned() else {
@@ -785,7 +652,7 @@ async fn get_resource(
         Err(e) => return plain_error(StatusCode::BAD_REQUEST, &format!("invalid uri: {e}")),
     };
     let ctx = app.ctx.clone();
-    let fetched = crate::reads::run(move || match ctx.store() {
+    let fetched = crate::reads::run(move || match Caller::new(&ctx, &principal.grants).store() {
         Some(store) => store.reader()?.get(&key, handlers::MAX_READ_BYTES),
         None => Ok(None),
     })
@@ -833,54 +700,4 @@ async fn get_resource(
         }
     }
     Json(body).into_response()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn loopback_origins_and_listed_ones_are_allowed() {
-        let listed = vec!["https://viewer.example".to_string()];
-        let cases = [
-            ("http://localhost:3000", true),
-            ("http://127.0.0.1", true),
-            ("https://[::1]:8443", true),
-            ("https://viewer.example", true),
-            ("https://viewer.example.evil", false),
-            ("http://localhost.evil:80", false),
-            ("http://evil.com", false),
-            ("null", false),
-            ("", false),
-        ];
-        for (origin, expected) in cases {
-            assert_eq!(origin_allowed(origin, &listed), expected, "{origin}");
-        }
-    }
-
-    #[test]
-    fn bearer_tokens() {
-        assert_eq!(bearer_token("Bearer abc"), Some("abc"));
-        assert_eq!(bearer_token("bearer abc"), Some("abc"));
-        assert_eq!(bearer_token("Basic abc"), None);
-        assert_eq!(bearer_token("Bearerabc"), None);
-    }
-
-    #[test]
-    fn hosts_follow_the_bound_address() {
-        let loopback: SocketAddr = "127.0.0.1:8080".parse().unwrap();
-        assert_eq!(
-            allowed_hosts(loopback).unwrap(),
-            [
-                "127.0.0.1:8080",
-                "localhost:8080",
-                "127.0.0.1:8080",
-                "[::1]:8080"
-            ]
-        );
-        let any: SocketAddr = "0.0.0.0:8080".parse().unwrap();
-        assert_eq!(allowed_hosts(any), None);
-        let lan: SocketAddr = "192.168.1.5:80".parse().unwrap();
-        assert_eq!(allowed_hosts(lan).unwrap(), ["192.168.1.5:80"]);
-    }
 }
