@@ -98,6 +98,8 @@ pub struct HttpClient {
     line: String,
     /// The server said `Connection: close`: reconnect before the next request.
     pub closed: bool,
+    /// `Authorization: Bearer …` on every request, when set.
+    bearer: Option<String>,
 }
 
 impl HttpClient {
@@ -112,7 +114,14 @@ impl HttpClient {
             request: Vec::with_capacity(4096),
             line: String::new(),
             closed: false,
+            bearer: None,
         })
+    }
+
+    /// The same client, sending `token` as its bearer token.
+    pub fn with_bearer(mut self, token: &str) -> HttpClient {
+        self.bearer = Some(token.to_string());
+        self
     }
 
     /// One 2026-07-28 `POST /mcp` of a request for `method` (with `name`,
@@ -120,7 +129,9 @@ impl HttpClient {
     /// requires: the status and the body.
     pub fn post(&mut self, method: &str, name: Option<&str>, body: &str) -> Res<(u16, Vec<u8>)> {
         if self.closed {
+            let bearer = self.bearer.take();
             *self = HttpClient::connect(self.port)?;
+            self.bearer = bearer;
         }
         self.request.clear();
         write!(
@@ -133,6 +144,9 @@ impl HttpClient {
         )?;
         if let Some(name) = name {
             write!(self.request, "Mcp-Name: {}\r\n", header_value(name))?;
+        }
+        if let Some(bearer) = &self.bearer {
+            write!(self.request, "Authorization: Bearer {bearer}\r\n")?;
         }
         self.request.extend_from_slice(b"\r\n");
         self.request.extend_from_slice(body.as_bytes());

@@ -66,6 +66,11 @@
 //! * check (unless `--no-check`; issue 34): `orchestra check PROJECT --db DB
 //!   --json`, median of 3, beside the cold import; skipped with a line
 //!   that says so when the binary has no `check`.
+//! * credentials (unless `--no-auth`; issue 36): one `serve --http` that
+//!   takes the static token, API keys and OAuth JWTs (of an issuer served
+//!   in this process); `resources/read` p50 with a key and with a JWT
+//!   beside the same reads with the token, interleaved; a rare and a common
+//!   search with a features-only grant beside the same with every prefix.
 //! * writes (unless `--no-writes`; issue 35), last of all: `orchestra
 //!   serve --db DB --project DIR` over a pipe, one-line `edit` calls with
 //!   `ifVersion` (200 of one document, then one of each of 200 random
@@ -137,6 +142,7 @@
 //! the order (it sees the files and databases the earlier steps left) and
 //! append its rows; then describe it above and in BENCHMARKS.md.
 
+mod auth;
 mod backlog;
 mod check;
 mod history;
@@ -202,9 +208,11 @@ struct Options {
     check: bool,
     /// Measure the `edit` tool (issue 35).
     writes: bool,
+    /// Measure what credentials cost (issue 36).
+    auth: bool,
 }
 
-const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]... [--1m] [--json FILE] [--dir DIR] [--reads N] [--pipelined N] [--seed N] [--keep] [--http-clients N | --no-http] [--no-search] [--no-tools] [--no-check] [--no-writes] [--postgres] [--history]
+const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]... [--1m] [--json FILE] [--dir DIR] [--reads N] [--pipelined N] [--seed N] [--keep] [--http-clients N | --no-http] [--no-search] [--no-tools] [--no-check] [--no-writes] [--no-auth] [--postgres] [--history]
 
   --docs N     backlog sizes to run (repeatable or comma list; default 1000,10000,100000)
   --1m         also run 1,000,000 documents (~2.1 GB of files + ~5.3 GB of databases, ~9 min)
@@ -219,6 +227,7 @@ const USAGE: &str = "usage: cargo bench --bench orchestra -- [--docs N[,N...]]..
   --no-search  skip the search measurements (raw FTS5 table, search tool, index import cost)
   --no-tools   skip the read (a section of a 5 MB document), outline and links tools
   --no-check   skip timing `orchestra check`
+  --no-auth    skip what credentials cost (reads with a key and a JWT, searches with a grant)
   --no-writes  skip the edit tool's figures (edits beside raw writes, edits/s, a second server's
                notification, the writer's memory)
   --postgres   measure the PostgreSQL store at the largest size, on the server the PG* variables
@@ -251,6 +260,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
         tools: true,
         check: true,
         writes: true,
+        auth: true,
     };
     let mut million = false;
     let mut it = args.iter();
@@ -290,6 +300,7 @@ fn parse_args(args: &[String]) -> Result<Options, String> {
             "--no-tools" => opts.tools = false,
             "--no-check" => opts.check = false,
             "--no-writes" => opts.writes = false,
+            "--no-auth" => opts.auth = false,
             "--history" => opts.history = true,
             "--postgres" => opts.postgres = true,
             "-h" | "--help" => return Err(String::new()),
@@ -529,6 +540,11 @@ fn bench_size(
     } else {
         None
     };
+    let auth = if opts.auth {
+        Some(auth::measure(bin, &db, n, opts.seed)?)
+    } else {
+        None
+    };
     let check = if opts.check {
         step(n, "orchestra check");
         Some(check::measure(bin, &backlog.project, &db, n)?)
@@ -591,6 +607,9 @@ fn bench_size(
     if let Some(tools) = &tools {
         rows.extend(tools.rows(n));
     }
+    if let Some(auth) = &auth {
+        rows.extend(auth.rows());
+    }
     if let Some(check) = &check {
         rows.extend(check.rows(imports.cold.seconds, n));
     }
@@ -638,6 +657,7 @@ fn bench_size(
         "tools": tools.as_ref().map(tools::ToolFigures::to_json),
         "check": check.as_ref().map(check::CheckFigures::to_json),
         "writes": writes.as_ref().map(writes::WriteFigures::to_json),
+        "auth": auth.as_ref().map(auth::AuthFigures::to_json),
     });
     Ok((
         SizeResult {

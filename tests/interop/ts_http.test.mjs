@@ -59,7 +59,8 @@ async function startServer(backend, name) {
   const url = await new Promise((resolveUrl, reject) => {
     const timer = setTimeout(() => reject(new Error(`no address in: ${seen}`)), TIMEOUT_MS);
     child.stderr.on('data', () => {
-      const match = seen.match(/serving MCP on (http:\/\/\S+)/);
+      // The whole line: stderr may arrive cut anywhere.
+      const match = seen.match(/serving MCP on (http:\/\/\S+\/mcp)\n/);
       if (match) {
         clearTimeout(timer);
         resolveUrl(match[1]);
