@@ -22,7 +22,7 @@ const ALGORITHMS: [Algorithm; 9] = [
 ];
 
 /// Clock skew allowed on `exp` and `nbf`, in seconds.
-const LEEWAY: u64 = 60;
+pub(super) const LEEWAY: u64 = 60;
 
 /// RFC 9068's `at+jwt` (with or without `application/`), or the plain `JWT`
 /// that Keycloak and Entra ID write; any other `typ` (`id+jwt`, `dpop+jwt`,

@@ -6,6 +6,12 @@
 //! ([`introspect`]). Every URL called is https, or http to a loopback host
 //! ([`fetch`]). This module knows nothing of MCP, HTTP handlers or the store.
 //!
+//! A verified JWT is remembered by the blake3 hash of the token with the
+//! key that signed it, and its signature is not checked again while that
+//! same key is in the current set and the token is unexpired: a client
+//! sends one token with every request, and the RSA check was most of what
+//! a JWT added to a read.
+//!
 //! A token is a secret: no [`Rejection`] reason, log line or error here holds
 //! it or any part of it (a header, a claim), only what was wrong.
 
@@ -17,6 +23,7 @@ mod jwt;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::time::Duration;
@@ -124,7 +131,23 @@ struct Inner {
     fetcher: Fetcher,
     jwks: Jwks,
     introspection: Option<Introspector>,
+    /// JWTs already verified, by the blake3 hash of the token.
+    verified: std::sync::Mutex<HashMap<[u8; 32], Verified>>,
 }
+
+/// A JWT whose signature and claims were checked: what it says, and the
+/// key that signed it. Used again only while that same key is in the
+/// current, fresh set (a fetched set that drops or replaces it ends the
+/// entry) and the token has not expired, so a cached answer is the answer
+/// a full check would give, without its signature check (most of the
+/// cost of a request with a JWT: an RSA verification).
+struct Verified {
+    claims: Claims,
+    key: Arc<jwks::Key>,
+}
+
+/// JWTs remembered at once; beyond, the cache starts over.
+const VERIFIED_SIZE: usize = 10_000;
 
 /// The issuer and audiences a token must name.
 pub(crate) struct Expected {
@@ -176,6 +199,7 @@ impl Verifier {
                 },
                 fetcher,
                 introspection: config.introspection.map(Introspector::new),
+                verified: std::sync::Mutex::default(),
             }),
         })
     }
@@ -189,7 +213,26 @@ impl Verifier {
         if jwt::is_jwt(token) {
             let header = jwt::header(token)?;
             let key = inner.jwks.key(&inner.fetcher, &header.kid).await?;
-            return jwt::claims(token, &header, &key, &inner.expected);
+            let hash = *blake3::hash(token.as_bytes()).as_bytes();
+            if let Some(claims) = inner.verified_by(&hash, &key) {
+                return Ok(claims);
+            }
+            let claims = jwt::claims(token, &header, &key, &inner.expected)?;
+            let mut verified = inner.verified.lock().unwrap_or_else(|p| p.into_inner());
+            if verified.len() >= VERIFIED_SIZE {
+                verified.retain(|_, v| now() <= v.claims.expires_at.saturating_add(jwt::LEEWAY));
+                if verified.len() >= VERIFIED_SIZE {
+                    verified.clear();
+                }
+            }
+            verified.insert(
+                hash,
+                Verified {
+                    claims: claims.clone(),
+                    key,
+                },
+            );
+            return Ok(claims);
         }
         match &inner.introspection {
             Some(introspector) => {
@@ -201,6 +244,18 @@ impl Verifier {
                 "not a JWT, and no introspection endpoint is configured".into(),
             )),
         }
+    }
+}
+
+impl Inner {
+    /// The claims of the JWT hashed `hash`, when it was verified with `key`
+    /// (the current key of its `kid`) and has not expired since.
+    fn verified_by(&self, hash: &[u8; 32], key: &Arc<jwks::Key>) -> Option<Claims> {
+        let verified = self.verified.lock().unwrap_or_else(|p| p.into_inner());
+        let entry = verified.get(hash)?;
+        let current = Arc::ptr_eq(&entry.key, key)
+            && now() <= entry.claims.expires_at.saturating_add(jwt::LEEWAY);
+        current.then(|| entry.claims.clone())
     }
 }
 

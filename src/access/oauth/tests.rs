@@ -604,6 +604,36 @@ async fn an_unknown_kid_fetches_the_rotated_set_which_replaces_the_old() {
 }
 
 #[tokio::test]
+async fn a_verified_token_is_checked_again_when_its_kid_names_another_key() {
+    // The same kid, first for rsa1's key, then for rsa2's: a token signed
+    // by rsa1 and verified (and remembered) before fails after the set is
+    // fetched again, as a token never seen would.
+    let first = signer("k", Algorithm::RS256, RSA1);
+    let second = signer("k", Algorithm::RS256, RSA2);
+    let idp = Idp::start(&[&first]).await;
+    let verifier = Verifier::new(OAuthConfig {
+        jwks_max_age: Duration::from_secs(1),
+        jwks_min_refresh: Duration::ZERO,
+        ..idp.config()
+    })
+    .unwrap();
+    let token = first.mint(&idp.issuer, json!({}));
+    for _ in 0..3 {
+        assert!(verify(&verifier, &token).await.is_ok());
+    }
+    assert_eq!(idp.jwks_hits(), 1);
+    idp.publish(&[&second]);
+    tokio::time::sleep(Duration::from_millis(1050)).await;
+    assert_invalid(verify(&verifier, &token).await, "signature");
+    assert_eq!(idp.jwks_hits(), 2);
+    assert!(
+        verify(&verifier, &second.mint(&idp.issuer, json!({})))
+            .await
+            .is_ok()
+    );
+}
+
+#[tokio::test]
 async fn unknown_kids_fetch_at_most_once_per_interval() {
     let rsa = signer("rsa1", Algorithm::RS256, RSA1);
     let idp = Idp::start(&[&rsa]).await;
