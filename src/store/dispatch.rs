@@ -8,8 +8,8 @@ use super::postgres::{PgChangeWatcher, PgImportTx, PgReader, PgStore, PgTarget};
 use super::sqlite;
 use super::{
     ApiKey, BrokenLink, ChangeBatch, CheckRow, Current, DocMeta, DocSummary, Fetched, HistoryStats,
-    InLink, NewDocument, OutLink, PruneReport, PruneRules, SearchPage, SkippedFile, StoreStats,
-    StoredStats, Version, VersionBody, VersionBytes,
+    InLink, Moved, NewDocument, OutLink, PruneReport, PruneRules, SearchPage, SkippedFile,
+    StoreStats, StoredStats, Version, VersionBody, VersionBytes,
 };
 use crate::access::Areas;
 use crate::cursor::SearchResume;
@@ -201,6 +201,7 @@ pub struct Reader {
     areas: Option<Areas>,
 }
 
+#[allow(clippy::large_enum_variant)] // One per request, moved a few times: not worth an allocation.
 enum Backend {
     Sqlite(sqlite::Reader),
     Postgres(Box<PgReader>),
@@ -418,11 +419,23 @@ impl Reader {
         backend!(self, reader => reader.changes_after(after))
     }
 
+    /// Seeing areas: a move from or to a key outside them is not named
+    /// (a store without that document has a new document, or a removal).
     pub fn history(&self, key: &DocKey, before: Option<u32>, limit: usize) -> Result<Vec<Version>> {
         if !self.sees(key) {
             return Ok(Vec::new());
         }
-        backend!(self, reader => reader.history(key, before, limit))
+        let mut versions = backend!(self, reader => reader.history(key, before, limit))?;
+        if self.areas.is_some() {
+            for version in &mut versions {
+                if let Some(Moved::To(other) | Moved::From(other)) = &version.moved
+                    && !self.sees(other)
+                {
+                    version.moved = None;
+                }
+            }
+        }
+        Ok(versions)
     }
 
     pub fn version(&self, key: &DocKey, number: u32) -> Result<Option<VersionBody>> {

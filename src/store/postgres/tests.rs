@@ -746,14 +746,11 @@ fn a_lost_connection_is_unavailable_and_a_bad_query_is_not() {
 #[test]
 fn readers_seeing_areas_answer_as_stores_of_only_their_documents() {
     let mut databases = Vec::new();
-    crate::store::seeing_tests::check(
-        &mut || {
-            let db = TestDatabase::new();
-            let store =
-                crate::store::Store::Postgres(Box::new(PgStore::open(db.target.clone()).unwrap()));
-            databases.push(db);
-            store
-        },
-        true,
-    );
+    crate::store::seeing_tests::check(&mut || {
+        let db = TestDatabase::new();
+        let store =
+            crate::store::Store::Postgres(Box::new(PgStore::open(db.target.clone()).unwrap()));
+        databases.push(db);
+        store
+    });
 }

@@ -151,6 +151,8 @@ const POOL_SIZE: u32 = READ_CONNECTIONS as u32;
 pub struct Store {
     pool: Pool<SqliteConnectionManager>,
     path: PathBuf,
+    /// What the searches of its connections share.
+    cache: std::sync::Arc<rank::Cache>,
 }
 
 impl Store {
@@ -225,13 +227,15 @@ impl Store {
     }
 
     fn pool(path: &Path, flags: OpenFlags) -> Result<Store> {
-        // One cache of the search's row lengths for all the pool's connections.
-        let lengths = std::sync::Arc::new(rank::LengthCache::default());
+        // One cache of the search's row lengths and rows seen for all the
+        // pool's connections.
+        let cache = std::sync::Arc::new(rank::Cache::default());
+        let shared = std::sync::Arc::clone(&cache);
         let manager = SqliteConnectionManager::file(path)
             .with_flags(flags | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI)
             .with_init(move |conn| {
                 configure(conn)?;
-                rank::register(conn, &lengths)
+                rank::register(conn, &shared)
             });
         let pool = Pool::builder()
             .max_size(POOL_SIZE)
@@ -241,6 +245,7 @@ impl Store {
         Ok(Store {
             pool,
             path: path.to_path_buf(),
+            cache,
         })
     }
 
@@ -260,7 +265,10 @@ impl Store {
     /// A connection for reads. Each call is one consistent view of the last commit.
     pub fn reader(&self) -> Result<Reader> {
         let conn = self.connection()?;
-        Ok(Reader { conn })
+        Ok(Reader {
+            conn,
+            cache: std::sync::Arc::clone(&self.cache),
+        })
     }
 
     /// A connection in a write transaction (`BEGIN IMMEDIATE`: the write
@@ -452,6 +460,8 @@ pub(super) fn key_from_row(prefix: &str, id: String) -> rusqlite::Result<DocKey>
 /// consistent view of the last commit.
 pub struct Reader {
     conn: PooledConnection<SqliteConnectionManager>,
+    /// The store's search cache (rows seen by a set of areas).
+    cache: std::sync::Arc<rank::Cache>,
 }
 
 impl Reader {

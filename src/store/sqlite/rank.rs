@@ -1,4 +1,4 @@
-//! The search's rank function: FTS5's BM25, computed as `bm25()` computes it, with each hit's length in tokens read from a table kept in memory instead of one `_docsize` lookup per hit.
+//! The search's rank function: FTS5's BM25, computed as `bm25()` computes it, with each hit's length in tokens read from a table kept in memory instead of one `_docsize` lookup per hit; seeing areas, with the statistics of their rows alone.
 //!
 //! Ranking a word found in half of 100k documents scores 50k hits. With
 //! FTS5's own `bm25()`, each score costs an SQL statement that reads the
@@ -14,6 +14,15 @@
 //! that hold the phrase (a third pass): the IDF scales every score alike,
 //! and the count gives the IDF of the page's scores.
 //!
+//! A reader seeing areas ranks as a store of only their documents would:
+//! [`seeing`] gives the rank function the set of the rows it sees
+//! ([`Visible`], a bitmap by rowid, with their number and total length,
+//! cached per state of the database and set of areas), from which it takes
+//! the row count, the average length and, walking each phrase's rows as
+//! FTS5 does for its IDF, each phrase's number of rows; and SQL's
+//! `orchestra_sees(rowid)` keeps a query's hits in that set, one bit read
+//! per hit, without reading its document.
+//!
 //! The only `unsafe` code of orchestra: FTS5's extension API is C. Each
 //! block says why it is sound.
 
@@ -23,10 +32,18 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::ptr;
 use std::sync::{Arc, Mutex};
 
+use anyhow::{Context, Result};
 use rusqlite::{Connection, ffi};
+
+use crate::access::Areas;
+use crate::store::areas_sql;
 
 /// The function's name, for `rank MATCH 'orchestra_bm25(…)'`.
 const NAME: &CStr = c"orchestra_bm25";
+/// The SQL function that says whether a query seeing areas sees a rowid.
+const SEES: &CStr = c"orchestra_sees";
+/// Sets of rows seen kept by a store: one per set of areas searched lately.
+const VISIBLE_SETS: usize = 8;
 
 /// BM25's constants, as FTS5 has them.
 const K1: f64 = 1.2;
@@ -60,6 +77,62 @@ thread_local! {
     static KEEP_PHRASE_ROWS: Cell<bool> = const { Cell::new(false) };
     /// The phrases' numbers of rows of the query last ranked so.
     static PHRASE_ROWS: RefCell<Option<Vec<i64>>> = const { RefCell::new(None) };
+    /// What the statement being stepped on this thread sees ([`seeing`]).
+    static SEEING: RefCell<Option<Seeing>> = const { RefCell::new(None) };
+}
+
+/// The rows of the index in some areas, as of one state of the database.
+pub(super) struct Visible {
+    /// The state: the project's import sequence number.
+    seq: i64,
+    areas: Areas,
+    /// One bit per rowid: indexed and in the areas.
+    bits: Vec<u64>,
+    /// The rows seen, and their tokens (all columns).
+    rows: i64,
+    tokens: i64,
+    /// Every row's length, of the same state.
+    lengths: Arc<Lengths>,
+}
+
+impl Visible {
+    fn contains(&self, rowid: i64) -> bool {
+        usize::try_from(rowid).is_ok_and(|r| {
+            self.bits
+                .get(r / 64)
+                .is_some_and(|word| word & (1 << (r % 64)) != 0)
+        })
+    }
+}
+
+/// What a query of a reader seeing areas sees.
+#[derive(Clone)]
+pub(super) struct Seeing {
+    /// The rows whose statistics rank: the store the reader sees (`None`:
+    /// the whole index, as FTS5 has them).
+    pub stats: Option<Arc<Visible>>,
+    /// The rows `orchestra_sees` keeps: those, or the part of them under a
+    /// folder the search is limited to.
+    pub keep: Arc<Visible>,
+}
+
+/// Runs `query`, a statement on this thread, seeing `seeing`: its
+/// `orchestra_sees(rowid)` keeps the rows of `seeing.keep`, and this
+/// function ranks with the statistics of `seeing.stats`, as FTS5 would in
+/// an index of only those rows.
+pub(super) fn seeing<T>(seeing: &Seeing, query: impl FnOnce() -> T) -> T {
+    /// Ends the mode even when `query` panics.
+    struct Reset;
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            SEEING.set(None);
+        }
+    }
+    SEEING.set(Some(seeing.clone()));
+    let reset = Reset;
+    let result = query();
+    drop(reset);
+    result
 }
 
 /// A query ranked by [`ranking_every_hit`]: its hits, counted as they were
@@ -142,13 +215,98 @@ fn idf(rows: i64, hits: i64) -> f64 {
     if value <= 0.0 { 1e-6 } else { value }
 }
 
-/// The lengths of the last state a search ranked in, shared by the
-/// connections of one store.
+/// What the searches of one store share across its connections: the
+/// lengths of the last state a search ranked in, and the sets of rows seen
+/// by the last few sets of areas searched.
 #[derive(Default)]
-pub(super) struct LengthCache(Mutex<Option<Arc<Lengths>>>);
+pub(super) struct Cache {
+    lengths: Mutex<Option<Arc<Lengths>>>,
+    visible: Mutex<Vec<Arc<Visible>>>,
+}
 
-/// Registers the rank function on `conn`, with the store's `cache`.
-pub(super) fn register(conn: &Connection, cache: &Arc<LengthCache>) -> rusqlite::Result<()> {
+/// The rows of the index in `areas`, as `conn` (in a read transaction)
+/// sees the database: from the store's `cache`, else read now (the rowids
+/// of the areas' documents, an index range each, and every row's length,
+/// shared with the rank function).
+pub(super) fn visible(conn: &Connection, cache: &Cache, areas: &Areas) -> Result<Arc<Visible>> {
+    // SAFETY: `conn` is live and used on this thread.
+    let writing =
+        unsafe { ffi::sqlite3_txn_state(conn.handle(), c"main".as_ptr()) == ffi::SQLITE_TXN_WRITE };
+    let seq: i64 = conn
+        .prepare_cached("SELECT seq FROM project")?
+        .query_row([], |r| r.get(0))?;
+    let fresh = |v: &&Arc<Visible>| v.seq == seq && v.areas == *areas;
+    if !writing && let Some(cached) = lock(&cache.visible)?.iter().find(fresh) {
+        return Ok(Arc::clone(cached));
+    }
+    let cached = lock(&cache.lengths)?
+        .as_ref()
+        .filter(|l| !writing && l.state.0 == seq)
+        .cloned();
+    let lengths = match cached {
+        Some(lengths) => lengths,
+        None => {
+            // SAFETY: `conn` is live and used on this thread.
+            let tokens = unsafe { read_lengths(conn.handle()) }
+                .context("cannot read the search index's row lengths")?;
+            let rows = tokens.iter().filter(|&&t| t != MISSING).count() as i64;
+            let lengths = Arc::new(Lengths {
+                state: (seq, rows),
+                tokens,
+            });
+            if !writing {
+                *lock(&cache.lengths)? = Some(Arc::clone(&lengths));
+            }
+            lengths
+        }
+    };
+    let mut args = Vec::new();
+    let condition = areas_sql(areas, "prefix", "id", |value| {
+        args.push(value);
+        "?".to_string()
+    });
+    let mut stmt =
+        conn.prepare_cached(&format!("SELECT rowid FROM documents WHERE {condition}"))?;
+    let mut rowids = stmt.query(rusqlite::params_from_iter(args))?;
+    let mut bits = vec![0u64; lengths.tokens.len().div_ceil(64)];
+    let (mut rows, mut tokens) = (0, 0);
+    while let Some(row) = rowids.next()? {
+        let rowid = usize::try_from(row.get::<_, i64>(0)?)?;
+        let Some(&length) = lengths.tokens.get(rowid).filter(|&&t| t != MISSING) else {
+            continue;
+        };
+        bits[rowid / 64] |= 1 << (rowid % 64);
+        rows += 1;
+        tokens += i64::from(length);
+    }
+    let visible = Arc::new(Visible {
+        seq,
+        areas: areas.clone(),
+        bits,
+        rows,
+        tokens,
+        lengths,
+    });
+    if !writing {
+        let mut sets = lock(&cache.visible)?;
+        sets.retain(|v| v.seq == seq);
+        if sets.len() >= VISIBLE_SETS {
+            sets.remove(0);
+        }
+        sets.push(Arc::clone(&visible));
+    }
+    Ok(visible)
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> Result<std::sync::MutexGuard<'_, T>> {
+    mutex
+        .lock()
+        .map_err(|_| anyhow::anyhow!("the search's cache is poisoned"))
+}
+
+/// Registers the rank function and `orchestra_sees` on `conn`, with the
+/// store's `cache`.
+pub(super) fn register(conn: &Connection, cache: &Arc<Cache>) -> rusqlite::Result<()> {
     // SAFETY: `handle` is the live connection `conn`, used on this thread
     // only. `fts5_api` returns FTS5's own API object, which lives as long as
     // the connection. The user data is an owned `Arc` that FTS5 gives back to
@@ -162,11 +320,46 @@ pub(super) fn register(conn: &Connection, cache: &Arc<LengthCache>) -> rusqlite:
         let user_data = Arc::into_raw(Arc::clone(cache)) as *mut c_void;
         let rc = create(api, NAME.as_ptr(), user_data, Some(bm25), Some(drop_cache));
         if rc != ffi::SQLITE_OK {
-            drop(Arc::from_raw(user_data as *const LengthCache));
+            drop(Arc::from_raw(user_data as *const Cache));
+            return Err(failure(rc));
+        }
+        let rc = ffi::sqlite3_create_function_v2(
+            db,
+            SEES.as_ptr(),
+            1,
+            ffi::SQLITE_UTF8 | ffi::SQLITE_DIRECTONLY,
+            ptr::null_mut(),
+            Some(sees),
+            None,
+            None,
+            None,
+        );
+        if rc != ffi::SQLITE_OK {
             return Err(failure(rc));
         }
     }
     Ok(())
+}
+
+/// `orchestra_sees(rowid)`: whether the statement being stepped sees the
+/// row, by [`seeing`]; false outside it.
+unsafe extern "C" fn sees(
+    ctx: *mut ffi::sqlite3_context,
+    _n_val: c_int,
+    vals: *mut *mut ffi::sqlite3_value,
+) {
+    // SAFETY: SQLite calls this with the one argument it was registered
+    // with, valid for the call.
+    unsafe {
+        let rowid = ffi::sqlite3_value_int64(*vals);
+        let seen = SEEING
+            .try_with(|s| {
+                s.try_borrow()
+                    .is_ok_and(|s| s.as_ref().is_some_and(|s| s.keep.contains(rowid)))
+            })
+            .unwrap_or(false);
+        ffi::sqlite3_result_int(ctx, c_int::from(seen));
+    }
 }
 
 fn failure(rc: c_int) -> rusqlite::Error {
@@ -220,7 +413,7 @@ unsafe fn fts5_api(db: *mut ffi::sqlite3) -> rusqlite::Result<*mut ffi::fts5_api
 unsafe extern "C" fn drop_cache(user_data: *mut c_void) {
     // SAFETY: `user_data` is the `Arc` that `register` leaked for FTS5, given
     // back once, when the function is destroyed.
-    unsafe { drop(Arc::from_raw(user_data as *const LengthCache)) }
+    unsafe { drop(Arc::from_raw(user_data as *const Cache)) }
 }
 
 /// What a query computes once, on its first hit (FTS5's `Fts5Bm25Data`).
@@ -321,7 +514,7 @@ unsafe fn score(
     let inst = api.xInst.ok_or(missing)?;
     // SAFETY: the caller's contract; the auxiliary data is only ever a
     // `Query` set below, owned by FTS5 until the query ends; the user data
-    // is the `LengthCache` that `register` gave FTS5 for the connection's
+    // is the `Cache` that `register` gave FTS5 for the connection's
     // life.
     unsafe {
         let mut query = get_aux(fts, 0) as *mut Query;
@@ -344,7 +537,7 @@ unsafe fn score(
                 if !counting.lengths_chosen && hits.saturating_mul(BUILD_SHARE) >= rows {
                     counting.lengths_chosen = true;
                     if query.lengths.is_none() {
-                        let cache = (api.xUserData.ok_or(missing)?)(fts) as *const LengthCache;
+                        let cache = (api.xUserData.ok_or(missing)?)(fts) as *const Cache;
                         let db = ffi::sqlite3_context_db_handle(ctx);
                         query.lengths = lengths(&*cache, db, rows, true);
                     }
@@ -403,6 +596,7 @@ unsafe fn row_tokens(
 }
 
 /// A query's first hit: IDFs, average length, and the lengths of this state.
+/// Seeing areas ([`seeing`]), all of them from the rows seen.
 ///
 /// # Safety
 /// The arguments of a call of [`bm25`].
@@ -415,10 +609,16 @@ unsafe fn start(
     // SAFETY: the caller's contract.
     unsafe {
         let n_phrase = (api.xPhraseCount.ok_or(missing)?)(fts);
+        let seen = SEEING.with_borrow(|s| s.as_ref().and_then(|s| s.stats.clone()));
         let (mut rows, mut tokens) = (0i64, 0i64);
-        ok((api.xRowCount.ok_or(missing)?)(fts, &mut rows))?;
-        ok((api.xColumnTotalSize.ok_or(missing)?)(fts, -1, &mut tokens))?;
-        let cache = (api.xUserData.ok_or(missing)?)(fts) as *const LengthCache;
+        match &seen {
+            Some(seen) => (rows, tokens) = (seen.rows, seen.tokens),
+            None => {
+                ok((api.xRowCount.ok_or(missing)?)(fts, &mut rows))?;
+                ok((api.xColumnTotalSize.ok_or(missing)?)(fts, -1, &mut tokens))?;
+            }
+        }
+        let cache = (api.xUserData.ok_or(missing)?)(fts) as *const Cache;
         let db = ffi::sqlite3_context_db_handle(ctx);
         let avgdl = tokens as f64 / rows as f64;
         let every_hit = EVERY_HIT.get();
@@ -429,7 +629,12 @@ unsafe fn start(
                 without_idf,
             },
             last_rowid: None,
-            lengths_chosen: !without_idf,
+            lengths_chosen: !without_idf || seen.is_some(),
+        };
+        // The rows seen come with every row's length.
+        let lengths = |build| match &seen {
+            Some(seen) => Some(Arc::clone(&seen.lengths)),
+            None => lengths(&*cache, db, rows, build),
         };
         if n_phrase == 1 && every_hit {
             // Ranked without the IDF; the lengths are read, as below, once
@@ -438,7 +643,7 @@ unsafe fn start(
                 idf: vec![1.0],
                 avgdl,
                 freq: vec![0.0],
-                lengths: lengths(&*cache, db, rows, false),
+                lengths: lengths(false),
                 counting: Some(counting(true)),
             });
         }
@@ -448,13 +653,31 @@ unsafe fn start(
         let keep_rows = KEEP_PHRASE_ROWS.get();
         let mut phrase_rows = Vec::new();
         for i in 0..n_phrase {
-            let mut hits: i64 = 0;
-            ok(query_phrase(
-                fts,
-                i,
-                (&mut hits as *mut i64).cast(),
-                Some(count_hit),
-            ))?;
+            let hits = match &seen {
+                None => {
+                    let mut hits: i64 = 0;
+                    ok(query_phrase(
+                        fts,
+                        i,
+                        (&mut hits as *mut i64).cast(),
+                        Some(count_hit),
+                    ))?;
+                    hits
+                }
+                Some(seen) => {
+                    let mut counting = SeenHits {
+                        seen: Arc::as_ptr(seen),
+                        hits: 0,
+                    };
+                    ok(query_phrase(
+                        fts,
+                        i,
+                        (&mut counting as *mut SeenHits).cast(),
+                        Some(count_seen_hit),
+                    ))?;
+                    counting.hits
+                }
+            };
             most_hits = most_hits.max(hits);
             idf.push(self::idf(rows, hits));
             if keep_rows {
@@ -472,7 +695,7 @@ unsafe fn start(
             freq: vec![0.0; idf.len()],
             idf,
             avgdl,
-            lengths: lengths(&*cache, db, rows, build),
+            lengths: lengths(build),
             counting: every_hit.then(|| counting(false)),
         })
     }
@@ -488,6 +711,32 @@ unsafe extern "C" fn count_hit(
     ffi::SQLITE_OK
 }
 
+/// A phrase's rows among those seen, as `start` counts them.
+struct SeenHits {
+    seen: *const Visible,
+    hits: i64,
+}
+
+unsafe extern "C" fn count_seen_hit(
+    api: *const ffi::Fts5ExtensionApi,
+    fts: *mut ffi::Fts5Context,
+    counting: *mut c_void,
+) -> c_int {
+    // SAFETY: `counting` is the `SeenHits` that `start` passed to
+    // `xQueryPhrase`, whose `seen` it holds alive; `api` and `fts` are the
+    // phrase's row, valid for the call.
+    unsafe {
+        let counting = &mut *(counting as *mut SeenHits);
+        let Some(rowid) = (*api).xRowid else {
+            return ffi::SQLITE_ERROR;
+        };
+        if (*counting.seen).contains(rowid(fts)) {
+            counting.hits += 1;
+        }
+    }
+    ffi::SQLITE_OK
+}
+
 /// The lengths for the database as this connection sees it, from the cache
 /// or, when `build` says so, read now. `None` in a write transaction (an
 /// import's, whose uncommitted rows no sequence number tells apart) or when
@@ -496,7 +745,7 @@ unsafe extern "C" fn count_hit(
 /// # Safety
 /// `db` is the connection running the query, on this thread.
 unsafe fn lengths(
-    cache: &LengthCache,
+    cache: &Cache,
     db: *mut ffi::sqlite3,
     rows: i64,
     build: bool,
@@ -508,7 +757,13 @@ unsafe fn lengths(
         }
         let seq = query_i64(db, c"SELECT seq FROM project")?;
         let state = (seq, rows);
-        if let Some(cached) = cache.0.lock().ok()?.as_ref().filter(|l| l.state == state) {
+        if let Some(cached) = cache
+            .lengths
+            .lock()
+            .ok()?
+            .as_ref()
+            .filter(|l| l.state == state)
+        {
             return Some(Arc::clone(cached));
         }
         if !build {
@@ -518,7 +773,7 @@ unsafe fn lengths(
             state,
             tokens: read_lengths(db)?,
         });
-        *cache.0.lock().ok()? = Some(Arc::clone(&fresh));
+        *cache.lengths.lock().ok()? = Some(Arc::clone(&fresh));
         Some(fresh)
     }
 }

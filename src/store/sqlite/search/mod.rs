@@ -1,4 +1,10 @@
-//! Full-text search in SQL: running a search page (ranked hits with snippets, or filters in key order) over the index that `indexing` keeps.
+//! Full-text search in SQL: running a search page (ranked hits with snippets, or filters in key order) over the index that `indexing` keeps; seeing areas, ranked as in an index of only their documents.
+//!
+//! A reader seeing areas ranks with [`rank::seeing`]: the rows of the areas
+//! as a bitmap (cached per state of the database and set of areas) keep
+//! the hits (`orchestra_sees(rowid)`, no document read) and give BM25 its
+//! statistics, so that hits, order, scores, totals, the relaxed decision
+//! and a long query's terms are those of a store of only those documents.
 
 mod fields;
 mod indexing;
@@ -15,6 +21,8 @@ pub(super) use indexing::{
 pub use snippet::SNIPPET_CHARS;
 pub(in crate::store) use snippet::{CLOSE, OPEN, clip};
 
+use std::sync::Arc;
+
 use anyhow::Result;
 use rusqlite::params_from_iter;
 use rusqlite::types::Value;
@@ -25,6 +33,30 @@ use crate::cursor::SearchResume;
 use crate::doc::DocKey;
 use crate::search::Search;
 use crate::store::areas_sql;
+
+/// The rows of a reader seeing areas.
+struct Seen<'a> {
+    areas: &'a Areas,
+    rows: Arc<rank::Visible>,
+}
+
+impl Seen<'_> {
+    /// Its rows, both kept and counted: a search not limited to a folder.
+    fn everywhere(&self) -> rank::Seeing {
+        rank::Seeing {
+            stats: Some(Arc::clone(&self.rows)),
+            keep: Arc::clone(&self.rows),
+        }
+    }
+}
+
+/// Runs `query` seeing `seeing` ([`rank::seeing`]), or as it is.
+fn in_sight<T>(seeing: Option<&rank::Seeing>, query: impl FnOnce() -> T) -> T {
+    match seeing {
+        Some(seeing) => rank::seeing(seeing, query),
+        None => query(),
+    }
+}
 
 /// One hit of a search.
 #[derive(Debug, Clone, PartialEq)]
@@ -119,13 +151,14 @@ impl Conditions {
     }
 }
 
-/// How a condition on the index tests a row.
+/// How a condition on an index tests a document `d` of a listing in key
+/// order.
 #[derive(Clone, Copy)]
-enum Test<'a> {
+enum Test {
     /// The index's hits as one set, built once by SQLite (all of them, as
-    /// many as there are), against which the rowid column named here is
-    /// tested, or which drives the query.
-    Set(&'a str),
+    /// many as there are), against which `d.rowid` is tested, or which
+    /// drives the query.
+    Set,
     /// One lookup in the index per document `d` that the query reaches: a
     /// walk in key order pays for the rows it walks, not for every hit
     /// (a set of 180k hits at 1M documents took 39 ms to build, the 116
@@ -133,23 +166,14 @@ enum Test<'a> {
     Probe,
 }
 
-/// `under`, the areas seen and `where`: `under` and the areas on the
-/// documents aliased `d`, `where` as `test` says (on a rowid column, so
-/// that a search without `under` or areas need not read the documents of
-/// every hit).
-fn filters(search: &Search, areas: Option<&Areas>, test: Test<'_>) -> Conditions {
+/// `under`, the areas seen and `where`, on the documents aliased `d`:
+/// `where` as `test` says. (A ranked search keeps its rows otherwise: see
+/// [`Reader::ranked`].)
+fn filters(search: &Search, areas: Option<&Areas>, test: Test) -> Conditions {
     let mut conditions = Conditions::new();
     if let Some(areas) = areas {
-        // Ranking, the hits drive the query: `+` keeps SQLite from walking
-        // the areas' documents and probing the index for each (one area of
-        // 10k documents of 30k: 250 ms to count a word's 1.4k hits, 8 ms
-        // from the hits). In key order, the documents' range drives it.
-        let (prefix, id) = match test {
-            Test::Set("search.rowid") => ("+d.prefix", "+d.id"),
-            _ => ("d.prefix", "d.id"),
-        };
         let mut args = Vec::new();
-        let sql = areas_sql(areas, prefix, id, |value| {
+        let sql = areas_sql(areas, "d.prefix", "d.id", |value| {
             args.push(Value::from(value));
             "?".to_string()
         });
@@ -171,7 +195,7 @@ fn filters(search: &Search, areas: Option<&Areas>, test: Test<'_>) -> Conditions
     // re-checking only its first 16 conditions, and beyond them MATCH fails.
     if let Some((docs, args)) = filtered_docs(search) {
         let condition = match test {
-            Test::Set(rowid) => format!("{rowid} IN ({docs})"),
+            Test::Set => format!("d.rowid IN ({docs})"),
             Test::Probe => format!("EXISTS ({docs} AND fields.rowid = d.rowid)"),
         };
         conditions.push(&condition, args);
@@ -201,13 +225,13 @@ fn key_order_conditions(
     search: &Search,
     areas: Option<&Areas>,
     excluded: Option<&str>,
-    test: Test<'_>,
+    test: Test,
 ) -> Conditions {
     let mut conditions = filters(search, areas, test);
     if let Some(excluded) = excluded {
         let condition = match test {
-            Test::Set(rowid) => {
-                format!("{rowid} NOT IN (SELECT rowid FROM search WHERE search MATCH ?)")
+            Test::Set => {
+                "d.rowid NOT IN (SELECT rowid FROM search WHERE search MATCH ?)".to_string()
             }
             Test::Probe => "NOT EXISTS (SELECT 1 FROM search WHERE search MATCH ? \
                  AND search.rowid = d.rowid)"
@@ -231,12 +255,12 @@ impl Reader {
     }
 
     /// [`Reader::search`] on a store that holds only the documents in
-    /// `areas` (`None`: all): hits, totals, the relaxed decision and a long
-    /// query's rarest terms are theirs. The areas are a condition on the
-    /// documents, so a search seeing areas takes the plans of one `under`
-    /// a prefix (every hit joined to its document), never the window of
-    /// hits chosen in the index alone. Scores remain BM25's over the whole
-    /// index (its row count, average length and each term's documents).
+    /// `areas` (`None`: all): hits, their order and scores, totals, the
+    /// relaxed decision and a long query's rarest terms are theirs. Ranked,
+    /// the areas' rows are a set of rowids (see [`rank::seeing`]) that
+    /// keeps the hits and gives BM25 its statistics, so that the window of
+    /// hits is chosen in the index alone, as without areas. In key order,
+    /// the areas are a condition on the documents.
     pub fn search_seeing(
         &self,
         search: &Search,
@@ -254,13 +278,23 @@ impl Reader {
         resume: Option<&SearchResume>,
         limit: usize,
     ) -> Result<SearchPage> {
+        // Seeing everything is the store's own search.
+        let areas = areas.filter(|areas| !areas.is_everything());
+        let seen = match areas {
+            Some(areas) => Some(Seen {
+                areas,
+                rows: rank::visible(&self.conn, &self.cache, areas)?,
+            }),
+            None => None,
+        };
+        let seen = seen.as_ref();
         let compiled = match search.is_long() {
-            true => search.compile_selected(&self.term_documents(&search.terms(), areas)?),
+            true => search.compile_selected(&self.term_documents(&search.terms(), seen)?),
             false => search.compile(),
         };
         let mut page = match (&compiled.matching, &compiled.relaxed, resume) {
             (_, Some(relaxed), Some(SearchResume::Relaxed(offset))) => {
-                self.relaxed(search, areas, relaxed, *offset, limit)?
+                self.relaxed(search, seen, relaxed, *offset, limit)?
             }
             (Some(matching), relaxed, resume) => {
                 let offset = match resume {
@@ -270,12 +304,12 @@ impl Reader {
                     // rather than fail.
                     _ => 0,
                 };
-                let page = self.ranked(search, areas, matching, offset, limit)?;
+                let page = self.ranked(search, seen, matching, offset, limit)?;
                 match relaxed {
                     // Nothing holds every word: the first page of the
                     // relaxed search (a strict page's cursor stays strict).
                     Some(relaxed) if page.total == 0 && offset == 0 => {
-                        let relaxed = self.relaxed(search, areas, relaxed, 0, limit)?;
+                        let relaxed = self.relaxed(search, seen, relaxed, 0, limit)?;
                         // Relaxed only when that finds something: else the
                         // words are not what kept every document out.
                         if relaxed.total > 0 { relaxed } else { page }
@@ -296,12 +330,12 @@ impl Reader {
     fn relaxed(
         &self,
         search: &Search,
-        areas: Option<&Areas>,
+        seen: Option<&Seen<'_>>,
         relaxed: &str,
         offset: u64,
         limit: usize,
     ) -> Result<SearchPage> {
-        let mut page = self.ranked(search, areas, relaxed, offset, limit)?;
+        let mut page = self.ranked(search, seen, relaxed, offset, limit)?;
         page.relaxed = true;
         page.next = page.next.map(|next| match next {
             SearchResume::Offset(offset) => SearchResume::Relaxed(offset),
@@ -311,39 +345,29 @@ impl Reader {
     }
 
     /// The number of documents that hold each of `terms` (FTS5 strings), in
-    /// the whole index: counted by the rank function in one query of all of
-    /// them (FTS5 counts each phrase's rows for its IDF), else one count per
-    /// term. Seeing areas: one count per term of its documents in them.
-    fn term_documents(&self, terms: &[String], areas: Option<&Areas>) -> Result<Vec<u64>> {
+    /// the whole index or the rows `seen`: counted by the rank function in
+    /// one query of all of them (FTS5 counts each phrase's rows for its
+    /// IDF; seeing areas, those among the rows seen), else one count per
+    /// term.
+    fn term_documents(&self, terms: &[String], seen: Option<&Seen<'_>>) -> Result<Vec<u64>> {
         if terms.is_empty() {
             return Ok(Vec::new());
         }
-        if let Some(areas) = areas {
-            let mut seen = Vec::new();
-            // From the term's hits, as in `filters`.
-            let sql = areas_sql(areas, "+d.prefix", "+d.id", |value| {
-                seen.push(Value::from(value));
-                "?".to_string()
-            });
-            let mut count = self.conn.prepare_cached(&format!(
-                "SELECT count(*) FROM search JOIN documents d ON d.rowid = search.rowid
-                 WHERE search MATCH ? AND {sql}"
-            ))?;
-            return terms
-                .iter()
-                .map(|term| {
-                    let args =
-                        std::iter::once(Value::from(term.clone())).chain(seen.iter().cloned());
-                    Ok(count.query_row(params_from_iter(args), |r| r.get::<_, i64>(0))? as u64)
-                })
-                .collect();
-        }
+        let seeing = seen.map(Seen::everywhere);
+        let sees = match seeing {
+            Some(_) => " AND orchestra_sees(search.rowid)",
+            None => "",
+        };
         let any = terms.join(" OR ");
-        let (first, counts) = rank::phrase_rows(|| {
-            self.conn
-                .prepare("SELECT orchestra_bm25(search) FROM search WHERE search MATCH ?1 LIMIT 1")?
-                .query_map([&any], |r| r.get::<_, f64>(0))?
-                .collect::<rusqlite::Result<Vec<f64>>>()
+        let (first, counts) = in_sight(seeing.as_ref(), || {
+            rank::phrase_rows(|| {
+                self.conn
+                    .prepare_cached(&format!(
+                        "SELECT orchestra_bm25(search) FROM search WHERE search MATCH ?1{sees} LIMIT 1"
+                    ))?
+                    .query_map([&any], |r| r.get::<_, f64>(0))?
+                    .collect::<rusqlite::Result<Vec<f64>>>()
+            })
         });
         if first?.is_empty() {
             // No document holds any of them.
@@ -352,47 +376,69 @@ impl Reader {
         if let Some(counts) = counts.filter(|counts| counts.len() == terms.len()) {
             return Ok(counts.into_iter().map(|n| n.max(0) as u64).collect());
         }
-        let mut count = self
-            .conn
-            .prepare_cached("SELECT count(*) FROM search WHERE search MATCH ?1")?;
-        terms
-            .iter()
-            .map(|term| Ok(count.query_row([term], |r| r.get::<_, i64>(0))? as u64))
-            .collect()
+        let mut count = self.conn.prepare_cached(&format!(
+            "SELECT count(*) FROM search WHERE search MATCH ?1{sees}"
+        ))?;
+        in_sight(seeing.as_ref(), || {
+            terms
+                .iter()
+                .map(|term| Ok(count.query_row([term], |r| r.get::<_, i64>(0))? as u64))
+                .collect()
+        })
     }
 
     /// Hits by relevance (BM25 as configured in the index), ties by key.
     fn ranked(
         &self,
         search: &Search,
-        areas: Option<&Areas>,
+        seen: Option<&Seen<'_>>,
         matching: &str,
         offset: u64,
         limit: usize,
     ) -> Result<SearchPage> {
         let mut args = vec![Value::from(matching.to_string())];
-        let conditions = filters(search, areas, Test::Set("search.rowid"));
-        // A condition on the key (`under`, areas) needs each hit's document.
-        let on_key = search.under.is_some() || areas.is_some();
+        // The rows kept: those seen, under `under`, as a set of rowids
+        // (see [`rank::seeing`]), so that no hit's document is read. A
+        // search seeing everything ranks with the whole index's
+        // statistics, one seeing areas with theirs.
+        let visible = |areas: &Areas| rank::visible(&self.conn, &self.cache, areas);
+        let keep = match (seen, &search.under) {
+            (None, None) => None,
+            (Some(seen), None) => Some(Arc::clone(&seen.rows)),
+            (Some(seen), Some(under)) => Some(visible(&seen.areas.within(under))?),
+            (None, Some(under)) => Some(visible(&Areas::from_areas([under.clone()]))?),
+        };
+        let seeing = keep.map(|keep| rank::Seeing {
+            stats: seen.map(|seen| Arc::clone(&seen.rows)),
+            keep,
+        });
+        let mut conditions = Conditions::new();
+        if seeing.is_some() {
+            conditions.push("orchestra_sees(search.rowid)", []);
+        }
+        if let Some((docs, docs_args)) = filtered_docs(search) {
+            conditions.push(&format!("search.rowid IN ({docs})"), docs_args);
+        }
+        // Every hit ranked, counted as it is: no condition but the words
+        // (and the rows seen, whose statistics rank).
+        let every_hit = search.filters.is_empty() && search.under.is_none();
         args.extend(conditions.args.iter().cloned());
         let offset = usize::try_from(offset).unwrap_or(usize::MAX);
         // One row more than the page says whether another follows.
         let wanted = offset.saturating_add(limit).saturating_add(1);
-        let window = match on_key {
-            false => {
-                self.ranked_window(&conditions.sql, &args, wanted, search.filters.is_empty())?
-            }
-            true => Window::default(),
-        };
-        let rows = match window.rows {
-            Some(rows) => rows,
-            None => self.ranked_joined(&conditions.sql, &args, wanted)?,
-        };
-        // Counted by the ranking, else a second pass over every hit.
-        let total = match window.counted {
-            Some(hits) => hits,
-            None => self.count_ranked(on_key, &conditions.sql, &args)?,
-        };
+        let (rows, total) = in_sight(seeing.as_ref(), || -> Result<_> {
+            let window = self.ranked_window(&conditions.sql, &args, wanted, every_hit)?;
+            let rows = match window.rows {
+                Some(rows) => rows,
+                None => self.ranked_joined(&conditions.sql, &args, wanted)?,
+            };
+            // Counted by the ranking, else a second pass over every hit.
+            let total = match window.counted {
+                Some(hits) => hits,
+                None => self.count_ranked(&conditions.sql, &args)?,
+            };
+            Ok((rows, total))
+        })?;
         let mut rows: Vec<(i64, Hit)> = rows.into_iter().skip(offset).collect();
         let next = (rows.len() > limit).then(|| SearchResume::Offset((offset + limit) as u64));
         rows.truncate(limit);
@@ -431,16 +477,11 @@ impl Reader {
 
     /// The hits of a ranked search, counted: `args` are the words' and the
     /// `conditions`'.
-    fn count_ranked(&self, on_key: bool, conditions: &str, args: &[Value]) -> Result<u64> {
-        // Counting needs the documents only to apply `under` or areas.
-        let from = match on_key {
-            true => "search JOIN documents d ON d.rowid = search.rowid",
-            false => "search",
-        };
+    fn count_ranked(&self, conditions: &str, args: &[Value]) -> Result<u64> {
         let total: i64 = self
             .conn
             .prepare_cached(&format!(
-                "SELECT count(*) FROM {from} WHERE search MATCH ?{conditions}"
+                "SELECT count(*) FROM search WHERE search MATCH ?{conditions}"
             ))?
             .query_row(params_from_iter(args.iter()), |r| r.get(0))?;
         Ok(total as u64)
@@ -517,8 +558,7 @@ impl Reader {
     }
 
     /// The first `wanted` hits by rank, ties by key, every hit joined to its
-    /// document: for `under` (a condition on the key) and for ties that a
-    /// window cannot settle.
+    /// document: for ties that a window cannot settle.
     fn ranked_joined(
         &self,
         conditions: &str,
@@ -560,11 +600,7 @@ impl Reader {
             .prepare_cached("SELECT coalesce(max(rowid), 0) FROM documents")?
             .query_row([], |r| r.get(0))?;
         let walk = total.saturating_mul(WALK_SHARE) >= documents;
-        let test = if walk {
-            Test::Probe
-        } else {
-            Test::Set("d.rowid")
-        };
+        let test = if walk { Test::Probe } else { Test::Set };
         let conditions = key_order_conditions(search, areas, excluded, test);
         let (prefix, id) = match resume {
             Some(SearchResume::After(key)) => (key.prefix.as_str(), key.id.as_str()),
@@ -633,7 +669,7 @@ impl Reader {
                     .query_row(params_from_iter(args.iter()), |r| r.get(0))?);
             }
         }
-        let conditions = key_order_conditions(search, areas, excluded, Test::Set("d.rowid"));
+        let conditions = key_order_conditions(search, areas, excluded, Test::Set);
         Ok(self
             .conn
             .prepare_cached(&format!(
