@@ -241,15 +241,6 @@ def challenge(header: str | None) -> tuple[str, dict[str, str]]:
     return scheme, params
 
 
-def without_scores(value: Any) -> Any:
-    """A search result with the scores taken out (they depend on the whole index's statistics)."""
-    if isinstance(value, dict):
-        return {k: without_scores(v) for k, v in value.items() if k != "score"}
-    if isinstance(value, list):
-        return [without_scores(v) for v in value]
-    return value
-
-
 # --------------------------------------------------------------------------------------
 # the tests
 
@@ -339,7 +330,7 @@ def test_a_features_only_client_sees_what_a_server_of_only_features_shows(env: E
                 errors[uri] = (err.value.code, err.value.message, err.value.data)
             return {
                 "resources": sorted((r.model_dump(mode="json", exclude_none=True) for r in resources), key=lambda r: r["uri"]),
-                "search": without_scores(found.structured_content),
+                "search": found.structured_content,
                 "errors": errors,
             }
 
