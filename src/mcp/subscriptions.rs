@@ -64,9 +64,7 @@ impl Subscriptions {
     /// What the caller of the session's last request may read: its
     /// notifications follow it (a token's scopes may grow by a step-up).
     pub fn set_visible(&mut self, visible: Option<Areas>) {
-        if self.visible != visible {
-            self.visible = visible;
-        }
+        self.visible = visible;
     }
 
     fn sees(&self, key: &DocKey) -> bool {

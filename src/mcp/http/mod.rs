@@ -138,7 +138,7 @@ pub async fn serve_http(
     let addr = listener.local_addr()?;
     if !addr.ip().is_loopback() && !options.auth.required() {
         tracing::warn!(
-            "listening on {addr}, beyond this machine, without a token: anyone who can reach it can read the project (use --token-file)"
+            "listening on {addr}, beyond this machine, without credentials: anyone who can reach it can read the project (use --token-file, --api-keys or --oauth-issuer)"
         );
     }
     eprintln!("orchestra: serving MCP on http://{addr}/mcp");
