@@ -364,6 +364,7 @@ fn auth_options(args: &ServeArgs) -> Result<mcp::AuthOptions> {
         token: token(args)?,
         api_keys: args.api_keys,
         oauth: oauth_options(args)?,
+        public_url: args.public_url.clone(),
     })
 }
 

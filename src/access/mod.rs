@@ -13,7 +13,10 @@
 //! revealed, not even by a count or a short page.
 
 pub mod keys;
+mod lease;
 pub mod oauth;
+
+pub use lease::Lease;
 
 use crate::doc::{DocKey, Prefix};
 use crate::search::Under;

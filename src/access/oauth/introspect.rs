@@ -139,7 +139,7 @@ impl Introspector {
     }
 }
 
-/// `active` true; `iss` exactly ours, `aud` naming one of ours, `exp` in the
+/// `active` true; `aud` naming one of ours; `iss` exactly ours, `exp` in the
 /// future and `nbf` past (within the leeway), each when present.
 fn check(answer: Answer, expected: &Expected, now: u64) -> Result<Claims, String> {
     if !answer.active {
@@ -157,6 +157,9 @@ fn check(answer: Answer, expected: &Expected, now: u64) -> Result<Claims, String
         Some(Audience::Many(auds)) if !auds.iter().any(|a| expected.accepts_audience(a)) => {
             return Err("introspection: not for this server (aud)".into());
         }
+        // A token the same server issued for another resource says so by
+        // its audience; one that names none cannot show it is ours.
+        None => return Err("introspection: no audience (aud)".into()),
         _ => {}
     }
     let exp = answer.exp.map(|exp| exp as u64);
@@ -166,12 +169,12 @@ fn check(answer: Answer, expected: &Expected, now: u64) -> Result<Claims, String
     if answer.nbf.is_some_and(|nbf| nbf as u64 > now + LEEWAY) {
         return Err("introspection: not valid yet (nbf)".into());
     }
-    let Some(subject) = answer.sub.clone().or_else(|| answer.client_id.clone()) else {
+    if answer.sub.is_none() && answer.client_id.is_none() {
         return Err("introspection: neither sub nor client_id".into());
-    };
+    }
     Ok(Claims {
         issuer: answer.iss.unwrap_or_else(|| expected.issuer.clone()),
-        subject,
+        subject: answer.sub,
         client_id: answer.client_id,
         scopes: scopes(answer.scope.iter()),
         expires_at: exp.unwrap_or(now + ACTIVE_TTL),

@@ -149,7 +149,7 @@ pub(super) fn claims(
     }
     Ok(Claims {
         issuer,
-        subject,
+        subject: Some(subject),
         client_id: raw.client_id.or(raw.azp),
         scopes: scopes(raw.scope.iter().chain(raw.scp.iter())),
         expires_at: exp as u64,

@@ -94,8 +94,9 @@ impl fmt::Debug for Introspection {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Claims {
     pub issuer: String,
-    /// `sub`; an introspected token without one has its client id here.
-    pub subject: String,
+    /// `sub`: a JWT always has one; an introspected token may not (a
+    /// client's own, named by its `client_id`).
+    pub subject: Option<String>,
     /// `client_id`, else `azp`.
     pub client_id: Option<String>,
     /// `scope` (space-separated), then `scp` (array or string), without

@@ -308,7 +308,7 @@ async fn valid_tokens_of_every_key_type_pass() {
             claims,
             Claims {
                 issuer: idp.issuer.clone(),
-                subject: "alice".into(),
+                subject: Some("alice".into()),
                 client_id: Some("cli".into()),
                 scopes: vec!["orchestra:read".into(), "orchestra:write".into()],
                 expires_at: claims.expires_at,
@@ -863,8 +863,13 @@ async fn introspection_answers_are_checked() {
         ("opaque-active", active.clone(), Ok(())),
         (
             "opaque-bare",
-            json!({ "active": true, "sub": "bob" }),
+            json!({ "active": true, "sub": "bob", "aud": AUD }),
             Ok(()),
+        ),
+        (
+            "opaque-no-aud",
+            json!({ "active": true, "sub": "bob" }),
+            Err("no audience"),
         ),
         (
             "opaque-aud-list",
@@ -908,7 +913,7 @@ async fn introspection_answers_are_checked() {
         ),
         (
             "opaque-nobody",
-            json!({ "active": true }),
+            json!({ "active": true, "aud": AUD }),
             Err("neither sub nor client_id"),
         ),
     ];
@@ -927,7 +932,8 @@ async fn introspection_answers_are_checked() {
         claims,
         Claims {
             issuer: idp.issuer.clone(),
-            subject: "writer".into(),
+            // No `sub`: a client's own token, named by its client id.
+            subject: None,
             client_id: Some("writer".into()),
             scopes: vec!["orchestra:read".into(), "orchestra:search".into()],
             expires_at: now + 300,
@@ -935,8 +941,8 @@ async fn introspection_answers_are_checked() {
     );
     let bare = verify(&verifier, "opaque-bare").await.unwrap();
     assert_eq!(
-        (bare.issuer.as_str(), bare.subject.as_str()),
-        (idp.issuer.as_str(), "bob")
+        (bare.issuer.as_str(), bare.subject.as_deref()),
+        (idp.issuer.as_str(), Some("bob"))
     );
     assert!(bare.scopes.is_empty());
     // A token the server does not know is inactive.
@@ -972,7 +978,7 @@ async fn introspection_answers_are_cached_by_the_token_hash() {
     // again, and then refused.
     idp.answer(
         "opaque-short",
-        json!({ "active": true, "client_id": "writer", "exp": now + 1 }),
+        json!({ "active": true, "client_id": "writer", "aud": AUD, "exp": now + 1 }),
     );
     assert!(verify(&verifier, "opaque-short").await.is_ok());
     tokio::time::sleep(Duration::from_millis(2100)).await;

@@ -55,6 +55,9 @@ pub struct AuthOptions {
     /// are accepted whenever another credential is required too.
     pub api_keys: bool,
     pub oauth: Option<OAuthOptions>,
+    /// `--public-url`, when given: over https, the viewer's cookie is
+    /// `Secure`.
+    pub public_url: Option<String>,
 }
 
 impl AuthOptions {
@@ -84,6 +87,7 @@ pub struct Auth {
     oauth: Option<OAuthOptions>,
     slot: StoreSlot,
     keys: Mutex<HashMap<String, (Instant, Option<ApiKey>)>>,
+    secure_cookie: bool,
 }
 
 impl Auth {
@@ -92,10 +96,20 @@ impl Auth {
             token_hash: options.token.as_deref().map(|t| blake3::hash(t.as_bytes())),
             required: options.required(),
             api_keys: options.api_keys,
+            secure_cookie: options
+                .public_url
+                .as_deref()
+                .is_some_and(|url| url.starts_with("https://")),
             oauth: options.oauth,
             slot,
             keys: Mutex::default(),
         }
+    }
+
+    /// Whether the viewer's cookie must say `Secure`: the server is
+    /// reached over https.
+    pub fn secure_cookie(&self) -> bool {
+        self.secure_cookie
     }
 
     /// Whether a request must carry a credential.
@@ -121,13 +135,27 @@ impl Auth {
                 });
             }
         }
-        if keys::looks_like_key(token) {
+        // Keys only where the operator asked for them: a key written to a
+        // shared database lets nothing into a server started without
+        // `--api-keys`.
+        if self.api_keys && keys::looks_like_key(token) {
             return self.key(token).await;
         }
         match &self.oauth {
             Some(oauth) => match oauth.verifier.verify(token).await {
                 Ok(claims) => Ok(Principal {
-                    name: format!("oauth:{} {}", claims.issuer, claims.subject),
+                    // A token without a subject (an introspected client's)
+                    // is named by its client, apart from every user.
+                    name: match (&claims.subject, &claims.client_id) {
+                        (Some(subject), _) => format!("oauth:{} {subject}", claims.issuer),
+                        (None, client) => {
+                            format!(
+                                "client:{} {}",
+                                claims.issuer,
+                                client.as_deref().unwrap_or("")
+                            )
+                        }
+                    },
                     grants: Grants::from_scopes(claims.scopes.iter().map(String::as_str)),
                 }),
                 Err(oauth::Rejection::Invalid(why)) => {
@@ -189,7 +217,9 @@ impl Auth {
             .unwrap_or_default();
         match key {
             Some(key) if key.is_live(now) => Ok(Principal {
-                name: format!("key:{}", key.name),
+                // The name and its creation: a key made again under a
+                // revoked one's name is another principal.
+                name: format!("key:{}#{}", key.name, key.created_at),
                 grants: Grants::from_scopes(key.scopes.split(' ')),
             }),
             Some(key) if key.revoked_at.is_some() => Err(Refusal::Invalid("the key was revoked")),
@@ -215,10 +245,13 @@ impl Auth {
     /// The 403 for a credential that lacks a scope the operation needs:
     /// `scopes` names all of them, for one step-up.
     pub fn forbidden(&self, scopes: &str) -> Response {
-        let challenge = format!(
-            "{}, error=\"insufficient_scope\"",
-            self.challenge_base(scopes)
-        );
+        let challenge = match self.rich() {
+            true => format!(
+                "{}, error=\"insufficient_scope\"",
+                self.challenge_base(scopes)
+            ),
+            false => format!("Bearer scope=\"{scopes}\", error=\"insufficient_scope\""),
+        };
         let body = json!({
             "error": "insufficient_scope",
             "error_description": format!("this operation needs the scope {scopes}"),

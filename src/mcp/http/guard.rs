@@ -15,7 +15,7 @@ use std::net::SocketAddr;
 
 use super::auth::Refusal;
 use super::{App, plain_error};
-use crate::access::{Grants, Principal, Verb};
+use crate::access::{Grants, Lease, Principal, Verb, keys};
 
 /// The `Host` values a request may carry: DNS rebinding protection. Bound to
 /// every interface, the server cannot know its names: no check (and the
@@ -107,41 +107,68 @@ pub(super) async fn guard(
         }
         return response;
     }
-    let principal = match credential(&app, request.method(), request.uri(), request.headers()).await
-    {
-        Ok(principal) => principal,
-        Err(response) => return response,
-    };
+    let credential = credential(&app, request.method(), request.uri(), request.headers()).await;
+    let credential = credential.map(|(principal, token)| (principal, lease(&app, token)));
     // The viewer's routes need their verb whatever they show; `/mcp`'s
     // depends on the message.
-    if let Some(verb) = route_verb(request.uri().path(), request.method())
-        && !principal.grants.may(verb)
-    {
-        return app.auth.forbidden(verb.challenge());
-    }
-    request.extensions_mut().insert(principal);
-    let mut response = next.run(request).await;
+    let verb = route_verb(request.uri().path(), request.method());
+    let mut response = match (credential, verb) {
+        (Ok((principal, _)), Some(verb)) if !principal.grants.may(verb) => {
+            app.auth.forbidden(verb.challenge())
+        }
+        (Ok((principal, lease)), _) => {
+            request.extensions_mut().insert(principal);
+            request.extensions_mut().insert(lease);
+            next.run(request).await
+        }
+        (Err(refusal), _) => refusal,
+    };
+    // An allowed page may read a refusal too: its challenge is how a
+    // browser client finds where to get a token.
     if let Some(origin) = origin {
         cors(&mut response, origin);
     }
     response
 }
 
+/// How long a stream the request opens may go on: as long as its
+/// credential holds, asked again every [`keys::CACHE`] (a revoked key, an
+/// expired token end it); forever without one, or with the static token.
+fn lease(app: &Arc<App>, token: Option<String>) -> Lease {
+    let Some(token) = token else {
+        return Lease::forever();
+    };
+    let app = app.clone();
+    let token = Arc::new(token);
+    Lease::checked(keys::CACHE, move || {
+        let (app, token) = (app.clone(), token.clone());
+        // A credential that cannot be checked now (the database, the
+        // identity provider) still holds: only a refusal ends a stream.
+        async move { !matches!(app.auth.principal(&token).await, Err(Refusal::Invalid(_))) }
+    })
+}
+
 /// Who asks: everyone may, when the server requires no credential; else
-/// the credential's principal, or the answer that refuses it.
+/// the credential's principal and the token (none for the static one,
+/// which lasts), or the answer that refuses it.
 async fn credential(
     app: &App,
     method: &Method,
     uri: &Uri,
     headers: &HeaderMap,
-) -> Result<Arc<Principal>, Response> {
+) -> Result<(Arc<Principal>, Option<String>), Response> {
     let path = uri.path();
     if !app.auth.required() || path == "/healthz" {
-        return Ok(Arc::new(Principal {
+        let anyone = Principal {
             name: "anyone".to_string(),
             grants: Grants::everything(),
-        }));
+        };
+        return Ok((Arc::new(anyone), None));
     }
+    let leased = |principal: Principal, token: String| {
+        let token = (principal.name != "token").then_some(token);
+        (Arc::new(principal), token)
+    };
     let bearer = headers
         .get(header::AUTHORIZATION)
         .and_then(|h| h.to_str().ok())
@@ -152,29 +179,35 @@ async fn credential(
     // cookie that no script can read and no other site can send. `/mcp`
     // takes only the header.
     let viewer_path = path != "/mcp";
-    let cookie = viewer_path.then(|| token_cookie(headers)).flatten();
-    let sent = bearer.or(cookie);
-    if let Some(token) = sent {
+    let refused = |refusal: Refusal| match refusal {
+        Refusal::Invalid(why) => app.auth.unauthorized(true, why),
+        Refusal::Unavailable => plain_error(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "cannot check the credential now: try again",
+        ),
+    };
+    if let Some(token) = bearer {
         return match app.auth.principal(&token).await {
-            Ok(principal) => Ok(Arc::new(principal)),
-            Err(Refusal::Invalid(why)) => Err(app.auth.unauthorized(true, why)),
-            Err(Refusal::Unavailable) => Err(plain_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "cannot check the credential now: try again",
-            )),
+            Ok(principal) => Ok(leased(principal, token)),
+            Err(refusal) => Err(refused(refusal)),
         };
     }
+    // A token brought in the address goes before the cookie, which it
+    // replaces: a browser whose cookie expired or was revoked gets back
+    // in with a new one.
     if viewer_path
         && method == Method::GET
         && let Some((token, rest)) = token_in_query(uri)
     {
         return match app.auth.principal(&token).await {
-            Ok(_) => Err(with_token_cookie(&token, &rest)),
-            Err(Refusal::Invalid(why)) => Err(app.auth.unauthorized(true, why)),
-            Err(Refusal::Unavailable) => Err(plain_error(
-                StatusCode::SERVICE_UNAVAILABLE,
-                "cannot check the credential now: try again",
-            )),
+            Ok(_) => Err(with_token_cookie(&token, &rest, app.auth.secure_cookie())),
+            Err(refusal) => Err(refused(refusal)),
+        };
+    }
+    if let Some(token) = viewer_path.then(|| token_cookie(headers)).flatten() {
+        return match app.auth.principal(&token).await {
+            Ok(principal) => Ok(leased(principal, token)),
+            Err(refusal) => Err(refused(refusal)),
         };
     }
     Err(app
@@ -240,9 +273,11 @@ fn token_in_query(uri: &axum::http::Uri) -> Option<(String, String)> {
 }
 
 /// Sends the browser back to `location` with the token in its cookie.
-fn with_token_cookie(token: &str, location: &str) -> Response {
+fn with_token_cookie(token: &str, location: &str, secure: bool) -> Response {
     let value = percent_encoding::utf8_percent_encode(token, percent_encoding::NON_ALPHANUMERIC);
-    let cookie = format!("{TOKEN_COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/");
+    // `Secure` where the server is reached over https (`--public-url`).
+    let secure = if secure { "; Secure" } else { "" };
+    let cookie = format!("{TOKEN_COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/{secure}");
     let mut response = StatusCode::SEE_OTHER.into_response();
     let headers = response.headers_mut();
     if let (Ok(cookie), Ok(location)) = (
@@ -268,7 +303,7 @@ pub(super) fn cors(response: &mut Response, origin: HeaderValue) {
     headers.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
     headers.insert(
         header::ACCESS_CONTROL_EXPOSE_HEADERS,
-        HeaderValue::from_static("mcp-session-id, mcp-protocol-version"),
+        HeaderValue::from_static("mcp-session-id, mcp-protocol-version, www-authenticate"),
     );
     headers.insert(header::VARY, HeaderValue::from_static("Origin"));
 }

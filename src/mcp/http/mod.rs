@@ -40,7 +40,7 @@ pub use auth::{AuthOptions, OAuthOptions, check_public_url};
 use guard::allowed_hosts;
 
 use super::{Caller, Config, Context, MIME_TYPE, StoreSlot, handlers, tools};
-use crate::access::Principal;
+use crate::access::{Lease, Principal};
 use crate::doc::DocKey;
 use crate::search::{self, Filter, Search, SearchError, Under};
 use crate::store::{ChangeBatch, Fetched, Store};
@@ -272,8 +272,10 @@ fn rpc_error(status: StatusCode, error: RpcError) -> Response {
     json_response(status, dispatch::error_line(&Value::Null, &error))
 }
 
-fn sse(receiver: mpsc::Receiver<String>) -> Response {
-    let stream = ReceiverStream::new(receiver)
+/// A stream of `receiver`'s lines, as long as `lease` holds.
+fn sse(receiver: mpsc::Receiver<String>, lease: &Lease) -> Response {
+    let stream = lease
+        .bound(ReceiverStream::new(receiver))
         .map(|line| Ok::<_, Infallible>(Event::default().event("message").data(line)));
     Sse::new(stream)
         .keep_alive(KeepAlive::new().interval(Duration::from_secs(15)))
@@ -411,6 +413,7 @@ fn error_code(line: &str) -> Option<i32> {
 async fn post_mcp(
     State(app): State<Arc<App>>,
     Extension(principal): Extension<Arc<Principal>>,
+    Extension(lease): Extension<Lease>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Response {
@@ -501,7 +504,7 @@ async fn post_mcp(
             // Forget the listens whose clients went away.
             while listens.try_join_next().is_some() {}
             listens.spawn(dispatch::notify(changes, subs, until));
-            sse(stream)
+            sse(stream, &lease)
         }
     }
 }
@@ -525,6 +528,7 @@ impl Owner {
 async fn get_mcp(
     State(app): State<Arc<App>>,
     Extension(principal): Extension<Arc<Principal>>,
+    Extension(lease): Extension<Lease>,
     headers: HeaderMap,
 ) -> Response {
     if let Some(refusal) = version_refusal(&headers) {
@@ -545,7 +549,7 @@ async fn get_mcp(
     };
     let (sink, stream) = mpsc::channel(STREAM_QUEUE);
     session.state.subs.lock().await.set_handshake_sink(sink);
-    sse(stream)
+    sse(stream, &lease)
 }
 
 /// DELETE `/mcp`: the client ends its session.

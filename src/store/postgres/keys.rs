@@ -8,10 +8,20 @@ use crate::store::ApiKey;
 const COLUMNS: &str = "hash, name, scopes, created_at, expires_at, revoked_at";
 
 impl PgStore {
-    /// Stores a new key; refused when a live key has its name.
+    /// Stores a new key; refused when a live key has its name (an expired
+    /// one is revoked first).
     pub fn create_key(&self, key: &ApiKey) -> Result<()> {
         let mut conn = self.connection()?;
-        let inserted = conn
+        let mut tx = conn
+            .transaction()
+            .with_context(|| format!("cannot write to the database {}", self.target))?;
+        // An expired key gives its name up: it is revoked as of now.
+        tx.execute(
+            "UPDATE api_keys SET revoked_at = $2
+             WHERE name = $1 AND revoked_at IS NULL AND expires_at <= $2",
+            &[&key.name, &key.created_at],
+        )?;
+        let inserted = tx
             .execute(
                 "INSERT INTO api_keys (hash, name, scopes, created_at, expires_at)
                  VALUES ($1, $2, $3, $4, $5) ON CONFLICT DO NOTHING",
@@ -31,6 +41,7 @@ impl PgStore {
                 key.name
             );
         }
+        tx.commit().context("cannot commit the key")?;
         Ok(())
     }
 

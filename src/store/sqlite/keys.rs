@@ -7,9 +7,16 @@ use super::Store;
 use crate::store::ApiKey;
 
 impl Store {
-    /// Stores a new key; refused when a live key has its name.
+    /// Stores a new key; refused when a live key has its name (an expired
+    /// one is revoked first).
     pub fn create_key(&self, key: &ApiKey) -> Result<()> {
         let conn = self.begin_write()?;
+        // An expired key gives its name up: it is revoked as of now.
+        conn.execute(
+            "UPDATE api_keys SET revoked_at = ?2
+             WHERE name = ?1 AND revoked_at IS NULL AND expires_at <= ?2",
+            params![key.name, key.created_at],
+        )?;
         let taken: bool = conn.query_row(
             "SELECT EXISTS (SELECT 1 FROM api_keys WHERE name = ?1 AND revoked_at IS NULL)",
             [&key.name],

@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use super::messages::{envelope, fixture_project, initialize, rpc};
+use super::messages::{envelope, fixture_project, initialize, listen, rpc};
 use super::server::HttpServer;
 use crate::support::{Db, Project, on_postgres};
 
@@ -228,6 +228,20 @@ fn a_revoked_or_expired_key_stops_working_on_every_server() {
     );
     assert!(!listed.stdout.contains(&key[4..]) && !listed.stdout.contains(&other[4..]));
 
+    // A revoked cookie does not keep a browser out: a key brought in the
+    // address replaces it.
+    let resp = first
+        .request("GET", &format!("/ls/features?token={other}"))
+        .header("Cookie", &format!("orchestra_token={key}"))
+        .send();
+    resp.expect(303);
+    assert!(
+        resp.header("set-cookie")
+            .is_some_and(|c| c.contains(&other[4..20])),
+        "{resp:?}"
+    );
+    assert_eq!(resp.header("location"), Some("/ls/features"));
+
     // Expired: its time set in the past, as a month-old `--expires 30d` is.
     let expire = match on_postgres() {
         true => "UPDATE api_keys SET expires_at = 1 WHERE name = 'other'",
@@ -239,6 +253,8 @@ fn a_revoked_or_expired_key_stops_working_on_every_server() {
         assert!(Instant::now() < deadline, "the expired key still works");
         std::thread::sleep(Duration::from_millis(200));
     }
+    // Its name is free again.
+    create_key(&p, "other", &["orchestra:read"]);
 }
 
 #[test]
@@ -295,6 +311,9 @@ fn the_static_token_alone_answers_as_it_always_did() {
     assert_eq!(resp.header("www-authenticate"), Some("Bearer"));
     list(&server, Some("Bearer s3cret")).expect(200);
     search(&server, "s3cret").expect(200);
+    // A key in the database lets nothing in without --api-keys.
+    let key = create_key(&p, "stray", &["orchestra:read"]);
+    list(&server, Some(&format!("Bearer {key}"))).expect(401);
     // No metadata without OAuth: nothing names an authorization server.
     server
         .request("GET", "/.well-known/oauth-protected-resource/mcp")
@@ -366,4 +385,26 @@ fn token_commands_refuse_what_they_cannot_do() {
         "{}",
         out.stderr
     );
+}
+
+#[test]
+fn a_stream_ends_when_its_key_is_revoked() {
+    let p = fixture_project();
+    let key = create_key(&p, "listener", &["orchestra:read"]);
+    let server = HttpServer::start(&p, &["--api-keys"]);
+    let mut stream = server
+        .post(&listen("l1", &["orchestra://features/FEAT-001"], true))
+        .header("Authorization", &format!("Bearer {key}"))
+        .open();
+    let ack = stream.message(super::NOTIFY_TIMEOUT);
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    p.run(&["token", "revoke", "listener", "--db", &p.db_arg()])
+        .assert_success();
+    // Within the key cache's two seconds and a check's two more, and the
+    // margin of a loaded machine: the stream ends, as new requests are refused.
+    stream.expect_end(Duration::from_secs(15));
+    list(&server, Some(&format!("Bearer {key}"))).expect(401);
 }

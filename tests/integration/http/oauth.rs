@@ -115,7 +115,13 @@ fn oauth_tokens_and_the_metadata_that_leads_to_their_issuer() {
     let server = HttpServer::launch(
         &p,
         &format!("127.0.0.1:{port}"),
-        &["--public-url", &public, "--oauth-issuer", &issuer.url],
+        &[
+            "--public-url",
+            &public,
+            "--oauth-issuer",
+            &issuer.url,
+            "--api-keys",
+        ],
         &[],
     );
 
@@ -305,7 +311,7 @@ fn oauth_tokens_and_the_metadata_that_leads_to_their_issuer() {
         .send();
     resp.expect(200);
 
-    // API keys work beside OAuth.
+    // API keys work beside OAuth, with --api-keys.
     let key = create_key(&p, "ci", &["orchestra:read"]);
     call(&server, &key, "resources/list", json!({})).expect(200);
 
