@@ -99,7 +99,15 @@
         if (again) { again = false; refresh(); }
       });
   };
-  var source = new EventSource("/events?after=" + encodeURIComponent(body.getAttribute("data-seq") || "0"));
+  // The page's feed sequence: the stream resumes after it, and the browser
+  // after the last event's id when it reconnects. A caller that may read
+  // only part of the project is told no sequence (data-seq=""; the server
+  // ignores "after" for it and its events have no id): its stream cannot
+  // resume, so whenever it (re)connects, the page refreshes what it shows,
+  // lest an import it missed leave it stale.
+  var seq = body.getAttribute("data-seq") || "";
+  var source = new EventSource(seq ? "/events?after=" + encodeURIComponent(seq) : "/events");
+  if (!seq) source.addEventListener("open", function () { refresh(); });
   // A page left for another closes its stream at once: a browser opens six
   // connections to a server at most, and pages kept for the back button
   // would otherwise hold theirs. Back on such a page, show it fresh.

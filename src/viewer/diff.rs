@@ -11,7 +11,7 @@ use axum::extract::{Query, Request, State};
 use axum::http::StatusCode;
 use axum::response::Response;
 
-use super::pages::{Chrome, Crumb, crumbs, error_page, internal, read, rendered};
+use super::pages::{Chrome, Crumb, PageSeq, crumbs, error_page, internal, read, rendered};
 use super::render::{doc_path, uri_path};
 use super::{Viewer, key_of_path};
 use crate::access::Principal;
@@ -71,7 +71,9 @@ pub(super) async fn diff(
         }
     };
     let lookup = key.clone();
-    let answered = read(&viewer.store, principal.grants.read_filter(), move |r| {
+    let areas = principal.grants.read_filter();
+    let partial = areas.is_some();
+    let answered = read(&viewer.store, areas, move |r| {
         r.in_transaction(|| Ok((r.seq()?, history::diff(r, &lookup, from, to)?)))
     })
     .await;
@@ -85,7 +87,7 @@ pub(super) async fn diff(
     let lines = classified(&diff.text);
     let folders = key.id.rsplit_once('/').map_or("", |(folders, _)| folders);
     let page = DiffPage {
-        chrome: Chrome::new(seq, format!("doc:{key}")),
+        chrome: Chrome::new(PageSeq::seen(seq, partial), format!("doc:{key}")),
         crumbs: crumbs(key.prefix, folders),
         name: key.to_string(),
         from: diff.from,

@@ -43,7 +43,9 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::diff::classified;
-use super::pages::{Chrome, Crumb, crumbs, error_page, internal, missing, not_found, read};
+use super::pages::{
+    Chrome, Crumb, PageSeq, crumbs, error_page, internal, missing, not_found, read,
+};
 use super::render::{doc_path, uri_path};
 use super::{MAX_RENDERED_BYTES, Viewer, html, key_of_path, under_of};
 use crate::access::{Principal, Scope, Verb};
@@ -351,7 +353,7 @@ pub(super) async fn edit_form(
         }
     };
     let page = EditPage {
-        chrome: Chrome::new(0, String::new()),
+        chrome: Chrome::new(PageSeq::STILL, String::new()),
         crumbs: doc_crumbs(&key),
         heading: format!("Edit {}", doc.title),
         action: format!("/edit/{}", uri_path(&key)),
@@ -415,7 +417,7 @@ pub(super) async fn save(
     let crlf = field(&fields, "newline") == Some("crlf");
     let content = with_line_endings(posted, crlf);
     let mut page = EditPage {
-        chrome: Chrome::new(0, String::new()),
+        chrome: Chrome::new(PageSeq::STILL, String::new()),
         crumbs: doc_crumbs(&key),
         heading: format!("Edit {key}"),
         action: format!("/edit/{}", uri_path(&key)),
@@ -530,7 +532,7 @@ fn new_target(path: &str) -> Option<(Under, String, String)> {
 
 fn new_page(under: &Under, action: String, back_href: String) -> EditPage {
     EditPage {
-        chrome: Chrome::new(0, String::new()),
+        chrome: Chrome::new(PageSeq::STILL, String::new()),
         crumbs: crumbs(under.prefix, under.folder.as_deref().unwrap_or_default()),
         heading: format!("New document in {under}"),
         action,

@@ -36,7 +36,7 @@ use axum::{Extension, Router};
 use tokio::sync::broadcast;
 use tokio_stream::StreamExt;
 
-use crate::access::{Areas, Principal, area_name};
+use crate::access::{Areas, Lease, Principal, area_name};
 use crate::doc::{ChangeKind, DocKey};
 use crate::search::Under;
 use crate::store::{ChangeBatch, Store};
@@ -73,9 +73,18 @@ pub struct Viewer {
 }
 
 /// What a count is cached by: the `Under`, and the read areas it was
-/// counted for (their names, which hold no space; `None`: everything), so
-/// that no caller is given a count made for another's areas.
-type CountKey = (String, Option<String>);
+/// counted for (their names, one each, in key order; `None`: everything),
+/// so that no caller is given a count made for another's areas. A list,
+/// not the names joined: a name may hold any character an id may (a
+/// space, say), so two sets of areas could join to the same text.
+type CountKey = (String, Option<Vec<String>>);
+
+fn count_key(under: &Under, areas: Option<&Areas>) -> CountKey {
+    (
+        under.to_string(),
+        areas.map(|areas| areas.as_slice().iter().map(area_name).collect()),
+    )
+}
 
 /// Counts the viewer keeps; beyond, it forgets them all and starts again.
 const COUNTS_KEPT: usize = 1024;
@@ -91,13 +100,7 @@ impl Viewer {
         seq: i64,
         count: impl FnOnce() -> anyhow::Result<u64>,
     ) -> anyhow::Result<u64> {
-        let key = (
-            under.to_string(),
-            areas.map(|areas| {
-                let names: Vec<String> = areas.as_slice().iter().map(area_name).collect();
-                names.join(" ")
-            }),
-        );
+        let key = count_key(under, areas);
         let cached = self
             .counts
             .lock()
@@ -359,19 +362,32 @@ struct EventsQuery {
 /// connection is not lost. Changes to documents outside the caller's read
 /// areas are left out, and an import of only those sends nothing; an event
 /// that names no key (`all`: a truncated feed, a lagging stream) still goes
-/// out. Idle, the stream carries only keep-alive comments.
+/// out. Idle, the stream carries only keep-alive comments. It ends when
+/// the caller's credential no longer holds (`access::Lease`).
+///
+/// The feed's sequence is the store's: it counts the imports of every
+/// document. A caller with partial grants is never told it (its events
+/// have no id and `seq: null`, its pages an empty `data-seq`), since it would
+/// learn when and how often documents it may not read change; so it
+/// cannot resume either: `after` and `Last-Event-ID` are ignored, and its
+/// stream carries the imports from its connection on, the page refreshing
+/// what it shows on each (re)connection instead.
 async fn events(
     State(viewer): State<Arc<Viewer>>,
     Extension(principal): Extension<Arc<Principal>>,
+    Extension(lease): Extension<Lease>,
     Query(query): Query<EventsQuery>,
     headers: HeaderMap,
 ) -> Response {
-    let last_seen = headers
-        .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse::<i64>().ok())
-        .or(query.after);
     let areas = principal.grants.read_filter();
+    let last_seen = match areas {
+        Some(_) => None,
+        None => headers
+            .get("last-event-id")
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.trim().parse::<i64>().ok())
+            .or(query.after),
+    };
     // Subscribe before reading the backlog: nothing falls between the two.
     let receiver = viewer.changes.subscribe();
     let missed = match last_seen {
@@ -415,7 +431,8 @@ async fn events(
             ))),
         }
     });
-    let mut response = Sse::new(first.chain(live))
+    // As long as the credential holds: revoked or expired, the stream ends.
+    let mut response = Sse::new(lease.bound(first.chain(live)))
         .keep_alive(KeepAlive::default())
         .into_response();
     page_headers(&mut response);
@@ -425,7 +442,9 @@ async fn events(
 /// One import's changes that a reader seeing `areas` sees (`None`: all of
 /// them) as an SSE event: `{seq, all, keys}`, `all` when the page cannot
 /// tell from the keys (a large import, a truncated feed). `None` when the
-/// batch names keys but none of them is seen.
+/// batch names keys but none of them is seen. The feed sequence (the id,
+/// and `seq`) only for a reader of everything: for another, no id and
+/// `seq: null` (see [`events`]).
 fn change_event(batch: &ChangeBatch, areas: Option<&Areas>) -> Option<Event> {
     let seen: Vec<&(ChangeKind, DocKey)> = batch
         .changes
@@ -450,12 +469,15 @@ fn change_event(batch: &ChangeBatch, areas: Option<&Areas>) -> Option<Event> {
             })
             .collect()
     };
-    Some(
-        Event::default()
-            .event("change")
+    let event = Event::default().event("change");
+    Some(match areas {
+        None => event
             .id(batch.seq.to_string())
             .data(serde_json::json!({ "seq": batch.seq, "all": all, "keys": keys }).to_string()),
-    )
+        Some(_) => {
+            event.data(serde_json::json!({ "seq": null, "all": all, "keys": keys }).to_string())
+        }
+    })
 }
 
 /// `docs/adr` → the listing's `Under`, from a `/ls/…` path (percent-decoded).
@@ -464,4 +486,28 @@ fn under_of(path: &str) -> Option<Under> {
         .decode_utf8()
         .ok()?;
     Under::parse(&decoded).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn areas(names: &[&str]) -> Areas {
+        Areas::from_areas(names.iter().map(|name| Under::parse(name).unwrap()))
+    }
+
+    #[test]
+    fn no_two_sets_of_areas_share_a_count() {
+        let under = Under::parse("features").unwrap();
+        // Joined with a space, both would read `docs/x features`.
+        let one = areas(&["docs/x features"]);
+        let two = areas(&["docs/x", "features"]);
+        assert_ne!(one, two);
+        assert_ne!(count_key(&under, Some(&one)), count_key(&under, Some(&two)));
+        assert_ne!(count_key(&under, Some(&one)), count_key(&under, None));
+        assert_eq!(
+            count_key(&under, Some(&two)),
+            count_key(&under, Some(&areas(&["features", "docs/x"])))
+        );
+    }
 }

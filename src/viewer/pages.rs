@@ -26,8 +26,9 @@ use crate::uri;
 
 /// What every page carries around its content.
 pub(super) struct Chrome {
-    /// The feed sequence the page shows: live updates start after it.
-    pub(super) seq: i64,
+    /// The feed sequence the page shows (`data-seq`): live updates start
+    /// after it.
+    pub(super) seq: PageSeq,
     /// Which changes concern the page: `*` (any), `doc:prefix/id`, or
     /// `under:prefix/folder/`.
     pub(super) watch: String,
@@ -36,8 +37,42 @@ pub(super) struct Chrome {
     pub(super) asset_version: &'static str,
 }
 
+/// The feed sequence a page tells its script, as the caller may learn it.
+///
+/// The feed and its sequence are the store's: every import bumps it,
+/// wherever it changed documents. A caller that reads everything gets the
+/// number, and its live updates resume after it. A caller with partial
+/// grants gets nothing (`data-seq=""`): the number would tell it when, and
+/// how many, imports changed documents it may not read. Its page follows
+/// live updates without resuming, and refreshes what it shows whenever its
+/// stream (re)connects (`viewer.js`), so that nothing it missed leaves it
+/// stale.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PageSeq(Option<i64>);
+
+impl PageSeq {
+    /// A page that follows no import (an error, a form): the same `0` for
+    /// every caller, which tells nothing.
+    pub(super) const STILL: PageSeq = PageSeq(Some(0));
+
+    /// `seq` as a caller may learn it: the number only for a caller that
+    /// reads everything (not `partial`: its read filter is `None`).
+    pub(super) fn seen(seq: i64, partial: bool) -> PageSeq {
+        PageSeq((!partial).then_some(seq))
+    }
+}
+
+impl std::fmt::Display for PageSeq {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0 {
+            Some(seq) => write!(f, "{seq}"),
+            None => Ok(()),
+        }
+    }
+}
+
 impl Chrome {
-    pub(super) fn new(seq: i64, watch: String) -> Chrome {
+    pub(super) fn new(seq: PageSeq, watch: String) -> Chrome {
         Chrome {
             seq,
             watch,
@@ -149,7 +184,7 @@ struct ErrorPage {
 
 pub(super) fn error_page(status: StatusCode, heading: &str, message: String) -> Response {
     let page = ErrorPage {
-        chrome: Chrome::new(0, String::new()),
+        chrome: Chrome::new(PageSeq::STILL, String::new()),
         heading: heading.to_string(),
         message,
         suggestions: Vec::new(),
@@ -179,6 +214,7 @@ pub(super) async fn missing(
     version: Option<u32>,
 ) -> Response {
     let lookup = key.clone();
+    let partial = areas.is_some();
     let found = read(&viewer.store, areas, move |r| {
         Ok((
             r.seq()?,
@@ -213,7 +249,7 @@ pub(super) async fn missing(
     };
     let page = ErrorPage {
         // Live from now on: the document may come (back).
-        chrome: Chrome::new(seq, format!("doc:{key}")),
+        chrome: Chrome::new(PageSeq::seen(seq, partial), format!("doc:{key}")),
         heading: "Not found".to_string(),
         message,
         suggestions,
@@ -268,7 +304,10 @@ pub(super) async fn home(
         Ok((seq, prefixes, root)) => rendered(
             StatusCode::OK,
             HomePage {
-                chrome: Chrome::new(seq, "*".to_string()),
+                chrome: Chrome::new(
+                    PageSeq::seen(seq, principal.grants.read_filter().is_some()),
+                    "*".to_string(),
+                ),
                 root,
                 prefixes,
             }
@@ -401,7 +440,7 @@ pub(super) async fn list(
     };
     let page = ListPage {
         chrome: Chrome::new(
-            seq,
+            PageSeq::seen(seq, principal.grants.read_filter().is_some()),
             format!(
                 "under:{}/{}",
                 under.prefix,
@@ -756,7 +795,7 @@ pub(super) async fn document(
         && html.is_some())
     .then(|| format!("/edit/{path}"));
     let page = DocPage {
-        chrome: Chrome::new(seq, watch),
+        chrome: Chrome::new(PageSeq::seen(seq, areas.is_some()), watch),
         crumbs: crumbs(key.prefix, folders),
         uri,
         source_path: format!("{key}.md"),
@@ -901,7 +940,7 @@ pub async fn search_page(
     let searched = !query.trim().is_empty() || !under_text.is_empty() || !where_texts.is_empty();
     let mut page = SearchPage {
         // Live once there are results (and their sequence), below.
-        chrome: Chrome::new(0, String::new()),
+        chrome: Chrome::new(PageSeq::STILL, String::new()),
         under: under_text.clone(),
         where_text: where_texts.join(" "),
         error: None,
@@ -942,7 +981,8 @@ pub async fn search_page(
         Ok(answer) => answer,
         Err(e) => return internal(e),
     };
-    page.chrome.seq = seq;
+    // The sequence as the page's live updates (`/events`, read areas) show it.
+    page.chrome.seq = PageSeq::seen(seq, principal.grants.read_filter().is_some());
     page.chrome.watch = "*".to_string();
     page.searched = true;
     page.total = found.total;
