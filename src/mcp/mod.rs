@@ -123,22 +123,22 @@ impl<'a> Caller<'a> {
     }
 
     /// The store as the caller sees it, when a project is known.
-    fn store(&self) -> Option<Seen> {
+    fn store(&self) -> Option<Seen<'a>> {
         Some(Seen {
             store: self.ctx.store()?,
-            grants: self.grants.clone(),
+            grants: self.grants,
         })
     }
 }
 
 /// The store through a caller's grants: its readers see only the areas
 /// the caller may read (or search), filtered in their queries.
-pub struct Seen {
+pub struct Seen<'a> {
     store: Store,
-    grants: Grants,
+    grants: &'a Grants,
 }
 
-impl Seen {
+impl Seen<'_> {
     /// A reader of what the caller may read.
     fn reader(&self) -> Result<Reader> {
         Ok(self.store.reader()?.seeing(self.grants.read_filter()))

@@ -22,6 +22,10 @@ use crate::mcp::dispatch::Message;
 use crate::mcp::tools;
 use crate::store::ApiKey;
 
+/// The principal of the static token (`--token-file`): it lasts as long
+/// as the server.
+pub const STATIC_TOKEN: &str = "token";
+
 /// Keys remembered at once; beyond, the cache starts over.
 const KEY_CACHE_SIZE: usize = 10_000;
 
@@ -130,7 +134,7 @@ impl Auth {
             let given = blake3::hash(token.as_bytes());
             if bool::from(given.as_bytes().ct_eq(expected.as_bytes())) {
                 return Ok(Principal {
-                    name: "token".to_string(),
+                    name: STATIC_TOKEN.to_string(),
                     grants: Grants::everything(),
                 });
             }
@@ -324,12 +328,17 @@ pub fn lacking(message: &Message, grants: &Grants) -> Option<String> {
         | "completion/complete"
         | "subscriptions/listen" => Verb::Read,
         "tools/call" => {
-            let params: tools::CallParams =
-                serde_json::from_value(message.params()?.clone()).ok()?;
-            let verb = tools::verb(&params.name)?;
+            // Borrowed from the message: a write's content is not copied.
+            let params = message.params()?;
+            let name = params.get("name")?.as_str()?;
+            let verb = tools::verb(name)?;
             if verb == Verb::Write && grants.may(Verb::Write) {
-                let arguments = params.arguments.unwrap_or_default();
-                let lacking = tools::unwritable(&params.name, &arguments, grants);
+                let empty = serde_json::Map::new();
+                let arguments = params
+                    .get("arguments")
+                    .and_then(Value::as_object)
+                    .unwrap_or(&empty);
+                let lacking = tools::unwritable(name, arguments, grants);
                 return (!lacking.is_empty()).then(|| lacking.join(" "));
             }
             verb

@@ -13,7 +13,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use std::net::SocketAddr;
 
-use super::auth::Refusal;
+use super::auth::{Refusal, STATIC_TOKEN};
 use super::{App, plain_error};
 use crate::access::{Grants, Lease, Principal, Verb, keys};
 
@@ -166,7 +166,7 @@ async fn credential(
         return Ok((Arc::new(anyone), None));
     }
     let leased = |principal: Principal, token: String| {
-        let token = (principal.name != "token").then_some(token);
+        let token = (principal.name != STATIC_TOKEN).then_some(token);
         (Arc::new(principal), token)
     };
     let bearer = headers

@@ -135,9 +135,9 @@ fn failed(message: String) -> CallToolResult {
 
 #[derive(Deserialize)]
 pub struct CallParams {
-    pub name: String,
+    name: String,
     #[serde(default)]
-    pub arguments: Option<Map<String, Value>>,
+    arguments: Option<Map<String, Value>>,
 }
 
 /// The verb calling the tool `name` needs; `None` for a name that is no

@@ -191,54 +191,57 @@ pub fn call(
 
 /// The scopes `name`'s call lacks for the documents it names: a write
 /// scope on each one's prefix that the caller may not write. A create
-/// `under` a folder needs it whole.
+/// `under` a folder needs it whole. Reads only the call's names, never its
+/// content: the HTTP layer asks it of every write before the call runs.
 pub fn unwritable(name: &str, arguments: &Map<String, Value>, grants: &Grants) -> Vec<String> {
-    let Ok(request) = request(name, arguments) else {
+    let Ok(targets) = targets(name, arguments) else {
+        // The call itself says what is wrong with its arguments.
         return Vec::new();
     };
     let writes = grants.areas(Verb::Write);
-    let mut prefixes = Vec::new();
-    let mut need = |prefix: Prefix| {
-        if !prefixes.contains(&prefix) {
+    let mut prefixes: Vec<Prefix> = Vec::new();
+    for target in targets {
+        let (prefix, allowed) = match &target {
+            Target::Key(key) => (key.prefix, writes.contains(key)),
+            Target::Folder(area) => (area.prefix, writes.covers(area)),
+        };
+        if !allowed && !prefixes.contains(&prefix) {
             prefixes.push(prefix);
-        }
-    };
-    match &request {
-        Request::Create { key: Some(key), .. } => {
-            if !writes.contains(key) {
-                need(key.prefix);
-            }
-        }
-        Request::Create { under, .. } => {
-            // Without `under`, the writer refuses the call itself.
-            if let Some((prefix, folder)) = under {
-                let area = Under {
-                    prefix: *prefix,
-                    folder: (!folder.is_empty())
-                        .then(|| format!("{}/", folder.trim_end_matches('/'))),
-                };
-                if !writes.covers(&area) {
-                    need(*prefix);
-                }
-            }
-        }
-        Request::Write { key, .. } | Request::Edit { key, .. } | Request::Delete { key, .. } => {
-            if !writes.contains(key) {
-                need(key.prefix);
-            }
-        }
-        Request::Move { key, to, .. } => {
-            for key in [key, to] {
-                if !writes.contains(key) {
-                    need(key.prefix);
-                }
-            }
         }
     }
     prefixes
         .into_iter()
         .map(|prefix| format!("{}:{prefix}", Verb::Write.scope()))
         .collect()
+}
+
+/// What a write call changes: a document, or the folder a create
+/// allocates an id in.
+enum Target {
+    Key(DocKey),
+    Folder(Under),
+}
+
+/// The targets of `name`'s call, parsed as [`request`] parses them; none
+/// for a create that names neither or both (it is refused as it runs).
+fn targets(name: &str, arguments: &Map<String, Value>) -> Result<Vec<Target>, String> {
+    Ok(match name {
+        CREATE => match (arguments.contains_key("uri"), string(arguments, "under")?) {
+            (true, None) => vec![Target::Key(key(arguments, "uri")?)],
+            (false, Some(under)) => {
+                let (prefix, folder) = parse_under(under)?;
+                let folder =
+                    (!folder.is_empty()).then(|| format!("{}/", folder.trim_end_matches('/')));
+                vec![Target::Folder(Under { prefix, folder })]
+            }
+            _ => Vec::new(),
+        },
+        MOVE => vec![
+            Target::Key(key(arguments, "uri")?),
+            Target::Key(key(arguments, "to")?),
+        ],
+        _ => vec![Target::Key(key(arguments, "uri")?)],
+    })
 }
 
 fn key(arguments: &Map<String, Value>, name: &str) -> Result<DocKey, String> {
